@@ -1,0 +1,216 @@
+"""The base class every agentgym env shares: the env contract of SPEC §3 in one place.
+
+A subclass supplies the dynamics in four small methods and gets the rest (turn limit, PRS
+bookkeeping, ``reward_mode``, PRS stage, bad-input handling, engine faults, the transcript, the
+expert hook and every ``info`` key of the contract) from here:
+
+- ``_start(options) -> (observation, info)``: pick a task with ``self.np_random`` and start it.
+  ``info`` must hold ``task_id``, ``instruction`` and ``group_key``.
+- ``_parse(action) -> ParsedAction``: turn raw text into an action or a reason it is not one.
+- ``_execute(parsed) -> Transition``: run a parsed action.
+- ``_format_error_terms()``: the PRS terms of a turn that did not parse.
+
+plus ``system_prompt``, ``tools`` and optionally ``_expert_action`` and ``_episode_metrics``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import gymnasium as gym
+
+from agentgym.envs.parsing import ParsedAction, sanitize
+from agentgym.envs.spaces import text_spaces
+from agentgym.rewards.prs import PRSSpec, PRSTracker
+
+REWARD_MODES = ("prs", "binary")
+
+
+class EngineError(RuntimeError):
+    """The engine behind an env failed (process died, timed out). Ends the episode as truncated."""
+
+
+@dataclass
+class Transition:
+    """What one executed action did."""
+
+    observation: str
+    terms: dict[str, float]
+    """PRS terms measured at this step (only those this step measures)."""
+    action_valid: bool = True
+    terminated: bool = False
+    success: bool = False
+    extra_info: dict[str, Any] = field(default_factory=dict)
+
+
+class AgentEnv(gym.Env[str, str]):
+    """Shared machinery of agentgym's text envs. See the module docstring for what to override."""
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+    prs_base: PRSSpec
+    format_hint: str = ""
+
+    def __init__(
+        self,
+        *,
+        max_turns: int,
+        reward_mode: str = "prs",
+        prs_weights: Mapping[str, float] | Sequence[float] | None = None,
+        tau_fmt: float | None = None,
+        prs_stage: float | None = None,
+        expert: bool = False,
+        render_mode: str | None = None,
+        max_action_chars: int = 100_000,
+        max_observation_chars: int = 1_000_000,
+    ):
+        if reward_mode not in REWARD_MODES:
+            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+        self.max_turns = int(max_turns)
+        self.reward_mode = reward_mode
+        self.prs_spec = self.prs_base.with_weights(prs_weights, tau_fmt)
+        self.prs_stage = prs_stage
+        self.expert = bool(expert)
+        self.render_mode = render_mode
+        self.max_action_chars = int(max_action_chars)
+        self.observation_space, self.action_space = text_spaces(max_observation_chars, max_action_chars)
+        self._tracker = PRSTracker(self.prs_spec)
+        self._transcript: list[tuple[str, str]] = []
+        self._turn = 0
+        self._done = True
+        self._last_obs = ""
+        self._task_info: dict[str, Any] = {}
+
+    # ----- what subclasses provide ---------------------------------------------------------
+    @property
+    def system_prompt(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def tools(self) -> list[dict]:
+        """OpenAI function schemas of the env's tools (none by default)."""
+        return []
+
+    def _start(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        raise NotImplementedError
+
+    def _parse(self, action: str) -> ParsedAction:
+        raise NotImplementedError
+
+    def _execute(self, parsed: ParsedAction) -> Transition:
+        raise NotImplementedError
+
+    def _format_error_terms(self) -> dict[str, float]:
+        return {"format": 0.0}
+
+    def _expert_action(self) -> str | None:
+        return None
+
+    def _episode_metrics(self, success: bool) -> dict[str, float]:
+        return {}
+
+    def _admissible_actions(self) -> list[str] | None:
+        return None
+
+    # ----- the contract ------------------------------------------------------------------
+    def set_prs_stage(self, stage: float | None) -> None:
+        """Set the PRS stage for the next episodes (None: the final stage, full reward)."""
+        self.prs_stage = stage
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        options = dict(options or {})
+        if "prs_stage" in options:
+            self.prs_stage = options.pop("prs_stage")
+        self._tracker = PRSTracker(self.prs_spec, self.prs_stage)
+        self._turn = 0
+        self._done = False
+        obs, info = self._start(options)
+        for key in ("task_id", "instruction", "group_key"):
+            if key not in info:
+                raise KeyError(f"{type(self).__name__}._start must put {key!r} in info")
+        self._task_info = {k: info[k] for k in ("task_id", "group_key")}
+        info["system_prompt"] = self.system_prompt
+        info["tools"] = self.tools
+        info["max_turns"] = self.max_turns
+        admissible = self._admissible_actions()
+        if admissible is not None:
+            info["admissible_actions"] = admissible
+        if self.expert:
+            info["expert_action"] = self._expert_action()
+        self._transcript = [("system", self.system_prompt), ("observation", obs)]
+        self._last_obs = obs
+        return obs, info
+
+    def step(self, action: str):
+        if self._done:
+            info = {**self._task_info, "reward_terms": {}, "action_valid": False,
+                    "parse_error": "the episode is over; call reset()", "success": False,
+                    "episode_terms": self._tracker.episode_terms(), "metrics": {}}
+            return self._last_obs, 0.0, True, False, info
+        original_length = len(action) if isinstance(action, (str, bytes)) else 0
+        action = sanitize(action, self.max_action_chars)
+        self._turn += 1
+        if original_length > self.max_action_chars:
+            parsed = ParsedAction(None, error=f"output is {original_length} characters long; "
+                                              f"the limit is {self.max_action_chars}")
+        else:
+            parsed = self._parse(action)
+        info: dict[str, Any] = {**self._task_info}
+        truncated_by_error = False
+        if parsed.error is not None:
+            hint = f"\n{self.format_hint}" if self.format_hint else ""
+            tr = Transition(f"Invalid output: {parsed.error}.{hint}", self._format_error_terms(), False)
+        else:
+            try:
+                tr = self._execute(parsed)
+            except EngineError as e:
+                tr = Transition(f"The environment failed and this episode ends: {e}", {"format": 1.0}, False)
+                info["error"] = str(e)
+                truncated_by_error = True
+        step_reward = self._tracker.add(tr.terms)
+        terminated = tr.terminated
+        truncated = truncated_by_error or (not terminated and self._turn >= self.max_turns)
+        info.update(tr.extra_info)
+        info["reward_terms"] = dict(tr.terms)
+        info["action_valid"] = bool(tr.action_valid and parsed.error is None)
+        info["parse_error"] = parsed.error
+        info["turn"] = self._turn
+        if not (terminated or truncated):
+            admissible = self._admissible_actions()
+            if admissible is not None:
+                info["admissible_actions"] = admissible
+            if self.expert:
+                info["expert_action"] = self._expert_action()
+        else:
+            self._done = True
+            success = bool(tr.success)
+            info["success"] = success
+            info["episode_terms"] = self._tracker.episode_terms()
+            info["episode_return"] = self._tracker.episode_return
+            info["metrics"] = {"success": float(success), "prs_return": self._tracker.episode_return,
+                               "turns": float(self._turn), **self._episode_metrics(success)}
+        if self.reward_mode == "binary":
+            reward = 1.0 if (terminated and tr.success) else 0.0
+        else:
+            reward = float(step_reward)
+        self._transcript += [("action", action), ("observation", tr.observation)]
+        self._last_obs = tr.observation
+        return tr.observation, reward, bool(terminated), bool(truncated), info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        blocks = []
+        for role, text in self._transcript:
+            blocks.append(f"[{role}]\n{text}")
+        return "\n\n".join(blocks) + "\n"
+
+    @property
+    def transcript(self) -> list[tuple[str, str]]:
+        """(role, text) pairs of the episode so far: system, observation, action, observation..."""
+        return list(self._transcript)

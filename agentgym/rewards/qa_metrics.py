@@ -1,0 +1,54 @@
+"""SQuAD-style answer normalization, exact match and token F1.
+
+Every short-answer metric in agentgym (EM, F1, length-aware BLEU) scores the normalized strings, so
+"The Eiffel Tower." and "eiffel tower" are the same answer.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from typing import Iterable
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT_TABLE = str.maketrans({c: " " for c in string.punctuation})
+
+
+def normalize_answer(text: str) -> str:
+    """Lowercase, drop punctuation and the articles a/an/the, squeeze white space.
+
+    >>> normalize_answer("The  Eiffel-Tower!")
+    'eiffel tower'
+    """
+    text = text.lower().translate(_PUNCT_TABLE)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def exact_match(prediction: str, golds: Iterable[str]) -> float:
+    """1.0 if the normalized prediction equals any normalized gold alias, else 0.0."""
+    pred = normalize_answer(prediction)
+    return float(any(pred == normalize_answer(g) for g in golds))
+
+
+def token_f1(prediction: str, golds: Iterable[str]) -> float:
+    """Best bag-of-tokens F1 of the prediction against the gold aliases.
+
+    >>> round(token_f1("paris france", ["Paris"]), 3)
+    0.667
+    """
+    pred_tokens = normalize_answer(prediction).split()
+    best = 0.0
+    for gold in golds:
+        gold_tokens = normalize_answer(gold).split()
+        if not pred_tokens or not gold_tokens:
+            best = max(best, float(pred_tokens == gold_tokens))
+            continue
+        common = sum((Counter(pred_tokens) & Counter(gold_tokens)).values())
+        if common == 0:
+            continue
+        precision = common / len(pred_tokens)
+        recall = common / len(gold_tokens)
+        best = max(best, 2 * precision * recall / (precision + recall))
+    return best
