@@ -12,14 +12,16 @@ from collections import Counter
 from typing import Iterable
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT_TABLE = str.maketrans({c: " " for c in string.punctuation})
+_PUNCT_TABLE = str.maketrans("", "", string.punctuation)
 
 
 def normalize_answer(text: str) -> str:
     """Lowercase, drop punctuation and the articles a/an/the, squeeze white space.
 
-    >>> normalize_answer("The  Eiffel-Tower!")
+    >>> normalize_answer("The  Eiffel Tower!")
     'eiffel tower'
+    >>> normalize_answer("2,750,500")
+    '2750500'
     """
     text = text.lower().translate(_PUNCT_TABLE)
     text = _ARTICLES.sub(" ", text)

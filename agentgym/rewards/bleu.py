@@ -1,0 +1,89 @@
+"""Length-aware BLEU: sentence BLEU for short answers that neither rewards nor ruins verbosity blindly.
+
+Plain sentence BLEU is a poor short-answer reward: a one-word answer has no 4-grams, so BLEU-4 is 0
+even when it is exactly right, and BLEU's brevity penalty punishes short answers but nothing
+punishes padding. Our definition (SPEC §4.1), after SQuAD normalization of both sides:
+
+1. Effective n-gram order ``n = min(4, len(hyp), len(ref))``, so a one-word answer is scored on
+   unigrams and a two-word one on unigrams and bigrams.
+2. Sentence BLEU of order ``n`` from sacrebleu's own scorer (geometric mean of clipped n-gram
+   precisions times BLEU's brevity penalty ``exp(1 - len(ref) / len(hyp))`` when the answer is
+   shorter than the reference). Higher orders are add-one smoothed so a near-miss word order is
+   not a hard 0; unigrams are never smoothed, so a wrong answer scores exactly 0.
+3. A verbosity penalty ``exp(1 - len(hyp) / (lam * len(ref)))`` when ``len(hyp) > lam * len(ref)``
+   (``lam = 2``): up to twice the reference length is free, beyond it the score decays.
+4. The score against several gold aliases is the best one. An exact match scores 1.0.
+
+Worked examples (these are tests too):
+
+>>> length_aware_bleu("Paris", ["paris"])                      # exact match after normalization
+1.0
+>>> length_aware_bleu("London", ["Paris"])                     # a wrong word
+0.0
+>>> round(length_aware_bleu("Obama", ["Barack Obama"]), 4)     # n=1, precision 1, brevity exp(1-2)
+0.3679
+>>> round(length_aware_bleu("it is paris", ["Paris"]), 4)      # n=1, precision 1/3, verbosity exp(1-3/2)
+0.2022
+>>> round(length_aware_bleu("Paris France", ["Paris"]), 4)     # precision 1/2, within 2x: no penalty
+0.5
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Iterable
+
+from sacrebleu.metrics.bleu import BLEU
+from sacrebleu.metrics.helpers import extract_all_word_ngrams
+
+from agentgym.rewards.qa_metrics import normalize_answer
+
+DEFAULT_LAMBDA = 2.0
+
+
+@lru_cache(maxsize=65536)
+def _ngrams(text: str, order: int):
+    return extract_all_word_ngrams(text, 1, order)
+
+
+def _bleu_tokens(hyp: str, ref: str, n_hyp: int, n_ref: int, lam: float) -> float:
+    order = min(4, n_hyp, n_ref)
+    hyp_counts, _ = _ngrams(hyp, order)
+    ref_counts, _ = _ngrams(ref, order)
+    correct = [0] * order
+    total = [0] * order
+    for gram, count in hyp_counts.items():
+        k = len(gram) - 1
+        total[k] += count
+        if gram in ref_counts:
+            correct[k] += min(count, ref_counts[gram])
+    if correct[0] == 0:
+        return 0.0
+    for k in range(1, order):
+        correct[k] += 1
+        total[k] += 1
+    score = BLEU.compute_bleu(correct, total, n_hyp, n_ref, smooth_method="none",
+                              max_ngram_order=order).score / 100.0
+    if n_hyp > lam * n_ref:
+        score *= math.exp(1.0 - n_hyp / (lam * n_ref))
+    return score
+
+
+def length_aware_bleu(hypothesis: str, references: Iterable[str], lam: float = DEFAULT_LAMBDA) -> float:
+    """Best length-aware BLEU of ``hypothesis`` over ``references`` (gold aliases), in [0, 1]."""
+    if lam <= 0:
+        raise ValueError(f"lam must be positive, got {lam}")
+    hyp = normalize_answer(hypothesis)
+    n_hyp = len(hyp.split())
+    if n_hyp == 0:
+        return 0.0
+    best = 0.0
+    for reference in references:
+        ref = normalize_answer(reference)
+        if hyp == ref:
+            return 1.0
+        n_ref = len(ref.split())
+        if n_ref:
+            best = max(best, _bleu_tokens(hyp, ref, n_hyp, n_ref, lam))
+    return min(best, 1.0)
