@@ -1,0 +1,148 @@
+"""Finding ALFWorld games: the official layout, split names, and the generated default set.
+
+Official layout (what ``alfworld-download`` unpacks into ``$ALFWORLD_DATA``)::
+
+    <root>/json_2.1.1/{train,valid_seen,valid_unseen}/<task>-<Object>-<mrecep>-<Receptacle>-<scene>/<trial>/game.tw-pddl
+
+``<root>`` may also be the ``json_2.1.1`` folder itself. Like alfworld's loader we skip the
+movable-receptacle and sliced-object trials (``movable``/``Sliced`` in the path), which its text
+engine does not support, and games marked ``"solvable": false``.
+
+Split names: ``train``, ``valid_seen`` (ALFWorld's in-distribution eval) and ``valid_unseen``
+(out-of-distribution: unseen rooms). Aliases: ``valid``/``dev``/``eval_in_distribution`` mean
+``valid_seen``; ``test``/``eval_out_of_distribution`` mean ``valid_unseen``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+
+from agentgym.envs.alfworld.tasks import TASK_TYPES
+
+SPLITS = ("train", "valid_seen", "valid_unseen")
+SPLIT_ALIASES = {"valid": "valid_seen", "dev": "valid_seen", "eval_in_distribution": "valid_seen",
+                 "test": "valid_unseen", "eval_out_of_distribution": "valid_unseen"}
+DATA_DIR = "json_2.1.1"
+
+# The generated default set: its version (bump when the generator's output changes), seed and size.
+DEFAULT_VERSION = 1
+DEFAULT_SEED = 0
+DEFAULT_COUNTS = {"train": 400, "valid_seen": 60, "valid_unseen": 60}
+
+
+@dataclass(frozen=True)
+class GameRecord:
+    path: str
+    """Absolute path of the ``game.tw-pddl`` file."""
+    task_id: str
+    """``<task folder>/<trial>``, unique within a split."""
+    task_type: str
+
+
+def canonical_split(split: str) -> str:
+    name = SPLIT_ALIASES.get(split, split)
+    if name not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; use one of {SPLITS} "
+                         f"(aliases: {', '.join(f'{k}={v}' for k, v in SPLIT_ALIASES.items())})")
+    return name
+
+
+def split_dir(root: str, split: str) -> str | None:
+    """The folder of ``split`` under a data root, or None if there is none."""
+    root = os.path.abspath(os.path.expanduser(os.path.expandvars(root)))
+    for candidate in (os.path.join(root, DATA_DIR, split), os.path.join(root, split)):
+        if os.path.isdir(candidate):
+            return candidate
+    return None
+
+
+def _task_type_of(task_folder: str, trial_dir: str) -> str | None:
+    prefix = task_folder.split("-", 1)[0]
+    if prefix in TASK_TYPES:
+        return prefix
+    try:
+        with open(os.path.join(trial_dir, "traj_data.json")) as f:
+            task_type = json.load(f).get("task_type")
+    except (OSError, ValueError):
+        return None
+    return task_type if task_type in TASK_TYPES else None
+
+
+def _solvable(game_file: str) -> bool:
+    try:
+        with open(game_file) as f:
+            return json.load(f).get("solvable", True) is not False
+    except (OSError, ValueError):
+        return False
+
+
+@lru_cache(maxsize=32)
+def _index(folder: str) -> tuple[GameRecord, ...]:
+    records = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        if "game.tw-pddl" not in filenames or "movable" in dirpath or "Sliced" in dirpath:
+            continue
+        rel = os.path.relpath(dirpath, folder).replace(os.sep, "/")
+        task_type = _task_type_of(rel.split("/", 1)[0], dirpath)
+        game_file = os.path.join(dirpath, "game.tw-pddl")
+        if task_type is not None and _solvable(game_file):
+            records.append(GameRecord(game_file, rel, task_type))
+    return tuple(sorted(records, key=lambda r: r.task_id))
+
+
+def find_games(root: str, split: str, task_types=TASK_TYPES) -> list[GameRecord]:
+    """The playable games of a split under ``root``, sorted by task id, filtered by task type."""
+    folder = split_dir(root, canonical_split(split))
+    if folder is None:
+        return []
+    return [r for r in _index(folder) if r.task_type in task_types]
+
+
+def cache_root() -> str:
+    return os.path.join(os.path.expanduser(os.environ.get("AGENTGYM_CACHE") or "~/.cache/agentgym"), "alfworld")
+
+
+def default_data_root() -> str:
+    """The generated default game set, generated into the cache on first use.
+
+    Safe when several processes ask at once: each generates into its own temporary folder and
+    renames it into place; the first rename wins and the others discard their copy."""
+    final = os.path.join(cache_root(), f"generated-v{DEFAULT_VERSION}-seed{DEFAULT_SEED}")
+    if os.path.isdir(final):
+        return final
+    from agentgym.envs.alfworld.generate import generate
+
+    os.makedirs(cache_root(), exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".generating-", dir=cache_root())
+    try:
+        for split, count in DEFAULT_COUNTS.items():
+            generate(tmp, count, seed=DEFAULT_SEED, split=split)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not os.path.isdir(final):
+                raise
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def resolve_data_root(data_path: str | None, split: str) -> str:
+    """``data_path`` if given; else ``$ALFWORLD_DATA`` when it holds the split; else the default set.
+
+    ``data_path="generated"`` always means the generated default set."""
+    if data_path == "generated":
+        return default_data_root()
+    if data_path is not None:
+        return os.path.abspath(os.path.expanduser(os.path.expandvars(data_path)))
+    env_root = os.environ.get("ALFWORLD_DATA")
+    if env_root and split_dir(env_root, canonical_split(split)) is not None:
+        return env_root
+    return default_data_root()
