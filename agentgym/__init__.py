@@ -7,11 +7,12 @@
 from agentgym import envs  # noqa: F401  registers every env id
 from agentgym.envs.base import AgentEnv, EngineError, Transition
 from agentgym.prompts import episode_to_messages
+from agentgym.vector import make_vec
 from agentgym.rewards.prs import EMBODIED_PRS, TOOLQA_PRS, PRSSchedule, PRSSpec, PRSTracker
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AgentEnv", "EngineError", "Transition", "episode_to_messages",
+    "AgentEnv", "EngineError", "make_vec", "Transition", "episode_to_messages",
     "PRSSpec", "PRSTracker", "PRSSchedule", "TOOLQA_PRS", "EMBODIED_PRS", "__version__",
 ]

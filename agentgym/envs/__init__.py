@@ -15,7 +15,9 @@ DESCRIPTIONS: dict[str, str] = {}
 def _register(env_id: str, entry_point: str, description: str, **kwargs) -> None:
     DESCRIPTIONS[env_id] = description
     if env_id not in registry:
-        register(id=env_id, entry_point=entry_point, **kwargs)
+        # vector_entry_point: gym.make_vec(id, ...) builds agentgym's vector env (agentgym/vector).
+        register(id=env_id, entry_point=entry_point,
+                 vector_entry_point=f"agentgym.vector.make:{env_id}", **kwargs)
 
 
 _register("ToolQA-v0", "agentgym.envs.toolqa.env:ToolQAEnv",

@@ -1,0 +1,8 @@
+"""The vectorized interface trainers consume: ``make_vec`` and ``AgentVectorEnv`` (docs/vector.md)."""
+
+from gymnasium.vector import AutoresetMode
+
+from agentgym.vector.make import make_vec, vector_entry_point
+from agentgym.vector.vector_env import BACKENDS, AgentVectorEnv
+
+__all__ = ["make_vec", "AgentVectorEnv", "AutoresetMode", "BACKENDS", "vector_entry_point"]

@@ -1,0 +1,105 @@
+"""What a backend does for the vector env, and the in-process (``sync``) backend.
+
+A backend owns ``num_envs`` envs, numbered ``0..num_envs-1``, wherever they live. The vector env
+hands it a batch of jobs (see :mod:`agentgym.vector.host`) keyed by env index and gets one result
+per job back. Faults come back as ``("fault", message, ...)`` results, never as exceptions: a
+backend whose worker died or hung answers a fault for each env that worker held, restarts the
+worker and carries on.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Mapping, Sequence
+
+from agentgym.vector.host import DEFAULT_STICKY_CALLS, EnvFactory, EnvHost, Job, Result, StickyState
+
+
+class Backend(ABC):
+    """Base class of the ``sync``, ``process`` and ``ray`` backends."""
+
+    name: str = "base"
+
+    def __init__(self, factory: EnvFactory, num_envs: int, sticky_calls: Sequence[str] = DEFAULT_STICKY_CALLS):
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.factory = factory
+        self.num_envs = int(num_envs)
+        self.sticky_calls = tuple(sticky_calls)
+        # The parent's copy of every env's sticky state, handed to a worker when it is restarted.
+        self.sticky = [StickyState() for _ in range(self.num_envs)]
+        self.env_description: dict[str, Any] = {}
+
+    # ----- what each backend implements ------------------------------------------------------
+    @abstractmethod
+    def run(self, jobs: Mapping[int, Job], timeout: float | None = None) -> dict[int, Result]:
+        """Run the jobs, in parallel where the backend can; one result per job."""
+
+    @abstractmethod
+    def _call(self, name: str, args: tuple, kwargs: dict) -> list[Any]: ...
+
+    @abstractmethod
+    def _get_attr(self, name: str) -> list[Any]: ...
+
+    @abstractmethod
+    def _set_attr(self, name: str, values: list[Any]) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def worker_pids(self) -> list[int | None]:
+        """The process id holding each env (the parent's own for ``sync``)."""
+        return [None] * self.num_envs
+
+    # ----- shared -----------------------------------------------------------------------------
+    def call(self, name: str, args: tuple = (), kwargs: dict | None = None) -> list[Any]:
+        kwargs = dict(kwargs or {})
+        out = self._call(name, tuple(args), kwargs)
+        if name in self.sticky_calls:
+            for state in self.sticky:
+                state.record_call(name, tuple(args), kwargs)
+        return out
+
+    def get_attr(self, name: str) -> list[Any]:
+        return self._get_attr(name)
+
+    def set_attr(self, name: str, values: list[Any]) -> None:
+        self._set_attr(name, values)
+        for state, value in zip(self.sticky, values):
+            state.record_set(name, value)
+
+    def sticky_records(self, indices: Sequence[int]) -> dict[int, dict]:
+        return {i: dict(self.sticky[i].records) for i in indices}
+
+
+class SyncBackend(Backend):
+    """All envs in this process, stepped one after another. No step timeout: nothing can interrupt
+    a call that hangs in process; use the ``process`` backend when engines may hang."""
+
+    name = "sync"
+
+    def __init__(self, factory: EnvFactory, num_envs: int, sticky_calls: Sequence[str] = DEFAULT_STICKY_CALLS):
+        super().__init__(factory, num_envs, sticky_calls)
+        self.host = EnvHost(factory, list(range(self.num_envs)), sticky_calls=self.sticky_calls)
+        self.env_description = self.host.describe_env()
+
+    def run(self, jobs: Mapping[int, Job], timeout: float | None = None) -> dict[int, Result]:
+        return self.host.run(jobs)
+
+    def _call(self, name: str, args: tuple, kwargs: dict) -> list[Any]:
+        out = self.host.call(list(range(self.num_envs)), name, args, kwargs)
+        return [out[i] for i in range(self.num_envs)]
+
+    def _get_attr(self, name: str) -> list[Any]:
+        out = self.host.get_attr(list(range(self.num_envs)), name)
+        return [out[i] for i in range(self.num_envs)]
+
+    def _set_attr(self, name: str, values: list[Any]) -> None:
+        self.host.set_attr(name, dict(enumerate(values)))
+
+    def worker_pids(self) -> list[int | None]:
+        pid = self.host.pid()
+        return [pid] * self.num_envs
+
+    def close(self) -> None:
+        self.host.close()

@@ -1,0 +1,184 @@
+"""The ``ray`` backend: envs in Ray actors, for when one machine is not enough (extra: ``ray``).
+
+Each actor holds ``envs_per_worker`` envs in an :class:`~agentgym.vector.host.EnvHost`. Batches go
+out to every actor before any result is awaited. An actor that dies (``RayActorError``) or does not
+answer within the step timeout is killed and replaced; its envs get fault results.
+
+Ray is initialised on first use if the program has not done so (``ray_init_kwargs`` are passed to
+``ray.init``), and shut down again at ``close()`` only if this backend started it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping, Sequence
+
+from gymnasium.error import DependencyNotInstalled
+
+from agentgym.vector.backend import Backend
+from agentgym.vector.host import DEFAULT_STICKY_CALLS, EnvFactory, EnvHost, Job, Result, describe
+
+# Actors mostly wait on their engines; by default they do not reserve a whole CPU each, so a
+# laptop-sized local Ray can hold many. Pass ray_actor_options={"num_cpus": 1} on a cluster.
+DEFAULT_ACTOR_OPTIONS = {"num_cpus": 0, "max_restarts": 0}
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError as e:
+        raise DependencyNotInstalled(
+            'The "ray" backend needs Ray: pip install "agentgym[ray]"'
+        ) from e
+    return ray
+
+
+class RayBackend(Backend):
+    name = "ray"
+
+    def __init__(
+        self,
+        factory: EnvFactory,
+        num_envs: int,
+        *,
+        envs_per_worker: int = 1,
+        ray_actor_options: Mapping[str, Any] | None = None,
+        ray_init_kwargs: Mapping[str, Any] | None = None,
+        startup_timeout: float | None = 600.0,
+        sticky_calls: Sequence[str] = DEFAULT_STICKY_CALLS,
+    ):
+        super().__init__(factory, num_envs, sticky_calls)
+        ray = self.ray = _import_ray()
+        if envs_per_worker < 1:
+            raise ValueError(f"envs_per_worker must be >= 1, got {envs_per_worker}")
+        self.owns_ray = False
+        if not ray.is_initialized():
+            ray.init(**{"include_dashboard": False, "log_to_driver": False, **dict(ray_init_kwargs or {})})
+            self.owns_ray = True
+        self.actor_cls = ray.remote(EnvHost).options(**{**DEFAULT_ACTOR_OPTIONS, **dict(ray_actor_options or {})})
+        self.startup_timeout = startup_timeout
+        self.closed = False
+        self.restarts = 0
+        self.actors: list[Any] = []
+        self.indices: list[list[int]] = []
+        self.fresh: list[bool] = []
+        self.worker_of: list[int] = []
+        for w, start in enumerate(range(0, self.num_envs, envs_per_worker)):
+            indices = list(range(start, min(start + envs_per_worker, self.num_envs)))
+            self.indices.append(indices)
+            self.worker_of += [w] * len(indices)
+            self.actors.append(self._new_actor(indices))
+            self.fresh.append(True)
+        try:
+            descriptions = ray.get([a.describe_env.remote() for a in self.actors], timeout=startup_timeout)
+        except BaseException:
+            self.close()
+            raise
+        self.fresh = [False] * len(self.actors)
+        self.env_description = descriptions[0]
+
+    def _new_actor(self, indices: list[int]):
+        return self.actor_cls.remote(self.factory, indices, self.sticky_records(indices), self.sticky_calls)
+
+    def _restart(self, w: int) -> None:
+        try:
+            self.ray.kill(self.actors[w], no_restart=True)
+        except Exception:  # noqa: BLE001  already dead
+            pass
+        self.actors[w] = self._new_actor(self.indices[w])
+        self.fresh[w] = True
+        self.restarts += 1
+
+    def _gather(self, refs: Mapping[int, Any], timeout: float | None) -> dict[int, tuple]:
+        """Wait for one object ref per actor: ``{w: ("ok", value) | ("error", exc) | ("failed", why)}``."""
+        ray = self.ray
+        answers: dict[int, tuple] = {}
+        deadlines = {w: time.monotonic() + (timeout if timeout is not None else float("inf"))
+                     + (0.0 if not self.fresh[w] else (self.startup_timeout or float("inf"))) for w in refs}
+        by_ref = {ref: w for w, ref in refs.items()}
+        pending = list(refs.values())
+        while pending:
+            remaining = min(deadlines[by_ref[r]] for r in pending) - time.monotonic()
+            done, pending = ray.wait(pending, num_returns=len(pending),
+                                     timeout=None if remaining == float("inf") else max(0.0, remaining))
+            for ref in done:
+                w = by_ref[ref]
+                try:
+                    answers[w] = ("ok", ray.get(ref))
+                    self.fresh[w] = False
+                except (ray.exceptions.RayActorError, ray.exceptions.ActorDiedError,
+                        ray.exceptions.WorkerCrashedError) as e:
+                    answers[w] = ("failed", f"worker actor died: {describe(e).splitlines()[0]}")
+                except ray.exceptions.RayTaskError as e:
+                    answers[w] = ("error", e.as_instanceof_cause())
+            now = time.monotonic()
+            for ref in list(pending):
+                w = by_ref[ref]
+                if deadlines[w] <= now:
+                    answers[w] = ("failed", f"no answer within the step timeout of {timeout}s")
+                    pending.remove(ref)
+        for w, answer in answers.items():
+            if answer[0] == "failed":
+                self._restart(w)
+        return answers
+
+    def run(self, jobs: Mapping[int, Job], timeout: float | None = None) -> dict[int, Result]:
+        by_worker: dict[int, dict[int, Job]] = {}
+        for i, job in jobs.items():
+            by_worker.setdefault(self.worker_of[i], {})[i] = job
+        refs = {w: self.actors[w].run.remote(batch) for w, batch in by_worker.items()}
+        results: dict[int, Result] = {}
+        for w, answer in self._gather(refs, timeout).items():
+            if answer[0] == "ok":
+                results.update(answer[1])
+            else:
+                reason = answer[1] if answer[0] == "failed" else f"worker error: {answer[1]}"
+                for i in by_worker[w]:
+                    results[i] = ("fault", reason, "")
+        return results
+
+    def _broadcast(self, method: str, args_for) -> dict[int, Any]:
+        """Call ``method(*args_for(w))`` on every actor; merge the per-env answers."""
+        refs = {w: getattr(actor, method).remote(*args_for(w)) for w, actor in enumerate(self.actors)}
+        merged: dict[int, Any] = {}
+        for w, answer in sorted(self._gather(refs, self.startup_timeout).items()):
+            if answer[0] == "error":
+                raise answer[1]
+            if answer[0] == "failed":
+                raise RuntimeError(f"Ray worker for envs {self.indices[w]}: {answer[1]}")
+            if answer[1]:
+                merged.update(answer[1])
+        return merged
+
+    def _call(self, name: str, args: tuple, kwargs: dict) -> list[Any]:
+        merged = self._broadcast("call", lambda w: (self.indices[w], name, args, kwargs))
+        return [merged[i] for i in range(self.num_envs)]
+
+    def _get_attr(self, name: str) -> list[Any]:
+        merged = self._broadcast("get_attr", lambda w: (self.indices[w], name))
+        return [merged[i] for i in range(self.num_envs)]
+
+    def _set_attr(self, name: str, values: list[Any]) -> None:
+        self._broadcast("set_attr", lambda w: (name, {i: values[i] for i in self.indices[w]}))
+
+    def worker_pids(self) -> list[int | None]:
+        pids = self.ray.get([a.pid.remote() for a in self.actors], timeout=self.startup_timeout)
+        return [pids[self.worker_of[i]] for i in range(self.num_envs)]
+
+    def close(self, grace_s: float = 10.0) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        ray = self.ray
+        if self.actors:
+            try:
+                ray.wait([a.close.remote() for a in self.actors], num_returns=len(self.actors), timeout=grace_s)
+            except Exception:  # noqa: BLE001
+                pass
+            for actor in self.actors:
+                try:
+                    ray.kill(actor, no_restart=True)
+                except Exception:  # noqa: BLE001
+                    pass
+        if self.owns_ray and ray.is_initialized():
+            ray.shutdown()

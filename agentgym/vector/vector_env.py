@@ -1,0 +1,355 @@
+"""``AgentVectorEnv``: many text episodes at once, in GRPO groups, on any backend.
+
+What it adds to Gymnasium's ``VectorEnv`` contract (docs/vector.md has the long version):
+
+- **Groups.** Envs ``[g*G, (g+1)*G)`` form group ``g``. Every env of a group starts each episode
+  with the same reset seed and options, so they play the same task and their ``info["group_key"]``
+  matches.
+- **Seeds.** ``reset(seed=s)`` starts group ``g`` with seed ``s + g`` (with ``G = 1`` that is
+  Gymnasium's ``s + i``). A group's later episodes (``reset()`` without a seed, autoresets) use the
+  seeds that ``numpy.random.default_rng(s + g)`` draws, in order: the k-th episode of every env in a
+  group is the same task. ``seed`` may also be a list with one seed per group.
+- **Finished envs wait.** Autoreset is off by default. An env whose episode ended keeps its final
+  observation; stepping it again is a no-op (reward 0, flags unchanged, no engine call).
+  ``reset(options={"reset_mask": mask})`` resets a subset. ``autoreset_mode`` NEXT_STEP and
+  SAME_STEP behave as in Gymnasium.
+- **Faults.** A fault (the env raised, its worker died or hung past ``step_timeout``) ends that
+  env's episode as truncated with ``info["error"]``; the backend restarts what it must and the
+  rest of the batch is untouched.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from agentgym.vector.backend import Backend, SyncBackend
+from agentgym.vector.host import DEFAULT_STICKY_CALLS, EnvFactory
+
+BACKENDS = ("sync", "process", "ray")
+_SEED_SPACE = 2**31
+# Options that pick one particular task: not carried over to the automatic resets that follow.
+_ONE_EPISODE_OPTIONS = ("task_id",)
+
+
+class AgentVectorEnv(VectorEnv):
+    """A batch of agentgym envs (any ``gymnasium.Env[str, str]`` works) behind one interface.
+
+    Args:
+        env: a registered env id, or a picklable callable that returns a new env.
+        num_envs: how many envs; a multiple of ``group_size``.
+        group_size: envs per group (G in GRPO). Each group plays one task per episode.
+        backend: ``"sync"`` (in this process), ``"process"`` (worker processes) or ``"ray"``.
+        env_kwargs: keyword arguments for every env.
+        autoreset_mode: ``AutoresetMode.DISABLED`` (default), ``NEXT_STEP`` or ``SAME_STEP``.
+        step_timeout: seconds a worker may take for one batch of steps before it is killed and
+            its envs truncated (``process`` and ``ray``; None waits forever).
+        startup_timeout: seconds a worker may take to build its envs, and the limit for resets.
+        envs_per_worker: envs each worker process or actor holds (``process`` and ``ray``).
+        mp_context: multiprocessing start method of the ``process`` backend (default ``"spawn"``).
+        ray_actor_options: options for each Ray actor, e.g. ``{"num_cpus": 1}``.
+        ray_init_kwargs: passed to ``ray.init`` when Ray is not initialised yet.
+        sticky_calls: methods whose calls are replayed onto an env rebuilt after a fault.
+    """
+
+    def __init__(
+        self,
+        env: str | Callable[[], gym.Env],
+        num_envs: int,
+        *,
+        group_size: int = 1,
+        backend: str = "sync",
+        env_kwargs: dict[str, Any] | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.DISABLED,
+        step_timeout: float | None = 300.0,
+        startup_timeout: float | None = 600.0,
+        envs_per_worker: int = 1,
+        mp_context: str | None = None,
+        ray_actor_options: dict[str, Any] | None = None,
+        ray_init_kwargs: dict[str, Any] | None = None,
+        sticky_calls: Sequence[str] = DEFAULT_STICKY_CALLS,
+    ):
+        if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        if not isinstance(group_size, (int, np.integer)) or group_size < 1:
+            raise ValueError(f"group_size must be a positive int, got {group_size!r}")
+        if num_envs % group_size:
+            raise ValueError(f"num_envs ({num_envs}) must be a multiple of group_size ({group_size})")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if mp_context is not None and backend != "process":
+            raise ValueError(f"mp_context applies to the 'process' backend only, not {backend!r}")
+        if (ray_actor_options or ray_init_kwargs) and backend != "ray":
+            raise ValueError(f"ray_actor_options / ray_init_kwargs apply to the 'ray' backend only, not {backend!r}")
+        if envs_per_worker != 1 and backend == "sync":
+            raise ValueError("envs_per_worker applies to the 'process' and 'ray' backends, not 'sync'")
+        if step_timeout is not None and step_timeout <= 0:
+            raise ValueError(f"step_timeout must be positive or None, got {step_timeout}")
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self.num_envs = int(num_envs)
+        self.group_size = int(group_size)
+        self.num_groups = self.num_envs // self.group_size
+        self.step_timeout = step_timeout
+        self.startup_timeout = startup_timeout
+        self.backend_name = backend
+
+        env_kwargs = dict(env_kwargs or {})
+        if isinstance(env, str):
+            factory = EnvFactory.from_id(env, **env_kwargs)
+        else:
+            factory = EnvFactory(env_fn=env, kwargs=env_kwargs)
+        if backend == "sync":
+            self.backend: Backend = SyncBackend(factory, self.num_envs, sticky_calls)
+        elif backend == "process":
+            from agentgym.vector.process import ProcessBackend
+
+            self.backend = ProcessBackend(factory, self.num_envs, envs_per_worker=envs_per_worker,
+                                          context=mp_context, startup_timeout=startup_timeout,
+                                          sticky_calls=sticky_calls)
+        else:
+            from agentgym.vector.ray_backend import RayBackend
+
+            self.backend = RayBackend(factory, self.num_envs, envs_per_worker=envs_per_worker,
+                                      ray_actor_options=ray_actor_options, ray_init_kwargs=ray_init_kwargs,
+                                      startup_timeout=startup_timeout, sticky_calls=sticky_calls)
+
+        described = self.backend.env_description
+        self.single_observation_space = described["observation_space"]
+        self.single_action_space = described["action_space"]
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.metadata = {**described["metadata"], "autoreset_mode": self.autoreset_mode}
+        self.render_mode = described["render_mode"]
+
+        n = self.num_envs
+        self._obs: list[str] = [""] * n
+        self._terminated = np.zeros(n, dtype=np.bool_)
+        self._truncated = np.zeros(n, dtype=np.bool_)
+        self._started = np.zeros(n, dtype=np.bool_)
+        self._task_keys: list[dict[str, Any]] = [{} for _ in range(n)]
+        self._last_options: list[dict[str, Any]] = [{} for _ in range(n)]
+        self._episode_index = np.full(n, -1, dtype=np.int64)
+        self._group_rngs: list[np.random.Generator | None] = [None] * self.num_groups
+        self._group_seeds: list[list[int]] = [[] for _ in range(self.num_groups)]
+
+    # ----- seeds -----------------------------------------------------------------------------
+    def group_of(self, i: int) -> int:
+        """The group env ``i`` belongs to."""
+        return i // self.group_size
+
+    def _start_group(self, g: int, base: int | None) -> None:
+        if base is None:
+            base = int(self.np_random.integers(_SEED_SPACE))
+        self._group_seeds[g] = [int(base)]
+        self._group_rngs[g] = np.random.default_rng(int(base))
+
+    def _episode_seed(self, i: int) -> int:
+        """Advance env ``i`` to its next episode and return that episode's seed."""
+        g = self.group_of(i)
+        if self._group_rngs[g] is None:
+            self._start_group(g, None)
+        self._episode_index[i] += 1
+        seeds = self._group_seeds[g]
+        while len(seeds) <= self._episode_index[i]:
+            seeds.append(int(self._group_rngs[g].integers(_SEED_SPACE)))
+        return seeds[self._episode_index[i]]
+
+    def _group_bases(self, seed) -> list[int | None] | None:
+        """Per-group base seeds from the ``seed`` argument of ``reset`` (None: keep going)."""
+        if seed is None:
+            return None
+        if isinstance(seed, (int, np.integer)):
+            return [int(seed) + g for g in range(self.num_groups)]
+        seed = list(seed)
+        if len(seed) == self.num_groups:
+            return seed
+        if len(seed) == self.num_envs:
+            per_group = [seed[g * self.group_size:(g + 1) * self.group_size] for g in range(self.num_groups)]
+            if any(len(set(part)) != 1 for part in per_group):
+                raise ValueError("per-env seeds must be equal within each group (a group plays one task); "
+                                 "pass one seed per group instead")
+            return [part[0] for part in per_group]
+        raise ValueError(f"seed must be None, an int, or a list of {self.num_groups} (one per group) "
+                         f"or {self.num_envs} (one per env) seeds, got a list of {len(seed)}")
+
+    # ----- reset -----------------------------------------------------------------------------
+    def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None):
+        """Reset every env, or those in ``options["reset_mask"]``.
+
+        ``options`` go to every env (e.g. ``split``, ``prs_stage``), except ``reset_mask`` and
+        ``group_options``: a list with one dict per group, merged into that group's options (e.g.
+        ``[{"task_id": "a"}, {"task_id": "b"}]``).
+        """
+        options = dict(options or {})
+        mask = self._check_mask(options.pop("reset_mask", None))
+        group_options = options.pop("group_options", None)
+        if group_options is not None and len(group_options) != self.num_groups:
+            raise ValueError(f"group_options must have one dict per group ({self.num_groups}), got {len(group_options)}")
+        if isinstance(seed, (int, np.integer)):
+            super().reset(seed=int(seed))
+        bases = self._group_bases(seed)
+        indices = [i for i in range(self.num_envs) if mask[i]]
+        if bases is not None:
+            for g in sorted({self.group_of(i) for i in indices}):
+                self._start_group(g, bases[g])
+            for i in indices:
+                self._episode_index[i] = -1
+        jobs = {}
+        for i in indices:
+            env_options = {**options, **(group_options[self.group_of(i)] if group_options else {})}
+            self._last_options[i] = {k: v for k, v in env_options.items() if k not in _ONE_EPISODE_OPTIONS}
+            jobs[i] = ("reset", self._episode_seed(i), env_options)
+        infos: dict[str, Any] = {}
+        for i, (obs, info) in sorted(self._run_resets(jobs).items()):
+            self._begin_episode(i, obs, info)
+            infos = self._add_info(infos, info, i)
+        return tuple(self._obs), infos
+
+    def _check_mask(self, mask) -> np.ndarray:
+        if mask is None:
+            return np.ones(self.num_envs, dtype=np.bool_)
+        mask = np.asarray(mask)
+        if mask.shape != (self.num_envs,) or mask.dtype != np.bool_:
+            raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},), "
+                             f"got dtype {mask.dtype} and shape {mask.shape}")
+        if not mask.any():
+            raise ValueError("options['reset_mask'] must select at least one env")
+        return mask
+
+    def _run_resets(self, jobs: dict[int, tuple]) -> dict[int, tuple[str, dict]]:
+        """Run reset jobs; a reset that faults is retried once (on a fresh worker), then raises."""
+        out = {}
+        results = self.backend.run(jobs, self.startup_timeout)
+        retry = {i: jobs[i] for i, r in results.items() if r[0] == "fault"}
+        if retry:
+            results.update(self.backend.run(retry, self.startup_timeout))
+        for i, result in results.items():
+            if result[0] == "fault":
+                raise RuntimeError(f"env {i} failed to reset twice: {result[1]}\n{result[2] if len(result) > 2 else ''}")
+            out[i] = (result[1], result[2])
+        return out
+
+    def _begin_episode(self, i: int, obs: str, info: dict) -> None:
+        self._obs[i] = obs
+        self._terminated[i] = self._truncated[i] = False
+        self._started[i] = True
+        self._task_keys[i] = {k: info[k] for k in ("task_id", "group_key") if k in info}
+
+    # ----- step ------------------------------------------------------------------------------
+    def step(self, actions: Sequence[str]):
+        """Step every running env. Finished envs are skipped: their observation and flags stay,
+        their reward is 0 and their info is empty (see ``autoreset_mode`` for the alternatives)."""
+        actions = list(actions)
+        if len(actions) != self.num_envs:
+            raise ValueError(f"expected {self.num_envs} actions, got {len(actions)}")
+        if not self._started.any():
+            raise gym.error.ResetNeeded("call reset() before step()")
+        done = self._terminated | self._truncated
+        jobs: dict[int, tuple] = {}
+        for i in range(self.num_envs):
+            if not self._started[i]:
+                continue
+            if done[i]:
+                if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+                    jobs[i] = ("reset", self._episode_seed(i), dict(self._last_options[i]))
+                continue
+            jobs[i] = ("step", actions[i])
+        has_resets = any(job[0] == "reset" for job in jobs.values())
+        timeout = self.step_timeout
+        if has_resets and self.startup_timeout is not None and timeout is not None:
+            timeout = max(timeout, self.startup_timeout)
+        results = self.backend.run(jobs, timeout) if jobs else {}
+
+        rewards = np.zeros(self.num_envs, dtype=np.float64)
+        infos: dict[str, Any] = {}
+        failed_resets = {i: jobs[i] for i, r in results.items() if jobs[i][0] == "reset" and r[0] == "fault"}
+        if failed_resets:
+            results.update({i: ("ok", *pair) for i, pair in self._run_resets(failed_resets).items()})
+        finished = []
+        for i in sorted(results):
+            result = results[i]
+            if jobs[i][0] == "reset":
+                self._begin_episode(i, result[1], result[2])
+                infos = self._add_info(infos, result[2], i)
+                continue
+            if result[0] == "ok":
+                _, obs, reward, terminated, truncated, info = result
+            else:
+                obs, reward, terminated, truncated = self._obs[i], 0.0, False, True
+                info = self._fault_info(i, result[1])
+            self._obs[i] = obs
+            rewards[i] = reward
+            self._terminated[i], self._truncated[i] = terminated, truncated
+            if terminated or truncated:
+                finished.append(i)
+            infos = self._add_info(infos, info, i)
+        terminated_out, truncated_out = self._terminated.copy(), self._truncated.copy()
+
+        if self.autoreset_mode == AutoresetMode.SAME_STEP and finished:
+            final = {i: (self._obs[i], self._info_of(results[i], i)) for i in finished}
+            resets = self._run_resets({i: ("reset", self._episode_seed(i), dict(self._last_options[i]))
+                                       for i in finished})
+            for i in finished:
+                infos = self._add_info(infos, {"final_obs": final[i][0], "final_info": final[i][1]}, i)
+                obs, info = resets[i]
+                self._begin_episode(i, obs, info)
+                infos = self._add_info(infos, info, i)
+        return tuple(self._obs), rewards, terminated_out, truncated_out, infos
+
+    def _info_of(self, result: tuple, i: int) -> dict:
+        return result[5] if result[0] == "ok" else self._fault_info(i, result[1])
+
+    def _fault_info(self, i: int, message: str) -> dict[str, Any]:
+        return {**self._task_keys[i], "reward_terms": {}, "action_valid": False, "parse_error": None,
+                "error": message, "success": False, "episode_terms": {}, "metrics": {}}
+
+    # ----- the rest of the VectorEnv interface ------------------------------------------------
+    @property
+    def done(self) -> np.ndarray:
+        """Which envs have finished their episode (and wait for a reset)."""
+        return self._terminated | self._truncated
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call a method (or read an attribute) on every env, e.g. ``call("set_prs_stage", 1)``."""
+        return tuple(self.backend.call(name, args, kwargs))
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        return tuple(self.backend.get_attr(name))
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set an attribute on every env: one value for all, or a list/tuple with one per env."""
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(f"expected one value per env ({self.num_envs}), got {len(values)}")
+        self.backend.set_attr(name, list(values))
+
+    def render(self) -> tuple[Any, ...]:
+        return self.call("render")
+
+    def worker_pids(self) -> list[int | None]:
+        """The process id that holds each env (workers for ``process``/``ray``)."""
+        return self.backend.worker_pids()
+
+    @property
+    def restarts(self) -> int:
+        """How many workers were restarted after a fault."""
+        return getattr(self.backend, "restarts", 0)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self.backend.close()
+
+    def __del__(self):
+        if not getattr(self, "closed", True) and hasattr(self, "backend"):
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001  interpreter shutdown
+                pass
+
+    def __repr__(self) -> str:
+        return (f"AgentVectorEnv({self.spec.id if self.spec else ''}, num_envs={self.num_envs}, "
+                f"group_size={self.group_size}, backend={self.backend_name!r})")
