@@ -1,0 +1,40 @@
+import json
+import subprocess
+import sys
+
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from agentgym.agents.tiny import TinyConfig, build_tiny_model
+
+
+def test_tiny_model_loads_like_a_user_checkpoint(tiny_path):
+    model = AutoModelForCausalLM.from_pretrained(tiny_path)
+    tok = AutoTokenizer.from_pretrained(tiny_path)
+    assert model.config.model_type == "qwen2"
+    assert model.config.vocab_size == len(tok)
+    assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|endoftext|>"
+    text = tok.apply_chat_template([{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}],
+                                   tokenize=False, add_generation_prompt=True)
+    assert text == "<|im_start|>system\ns<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    # byte-level BPE: any text round-trips, and special tokens are single ids
+    sample = 'héllo 中文 <tool_call>{"name": "search"}</tool_call>\n\t'
+    assert tok.decode(tok(sample, add_special_tokens=False)["input_ids"]) == sample
+    assert len(tok("<|im_end|>", add_special_tokens=False)["input_ids"]) == 1
+
+
+def test_build_is_cached_and_llama_arch_works(tmp_path):
+    cfg = TinyConfig(arch="llama", hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,
+                     intermediate_size=64, vocab_size=400)
+    a = build_tiny_model(("NoSuchEnv-v0",), cfg, cache_dir=tmp_path)
+    mtime = (a / "config.json").stat().st_mtime_ns
+    b = build_tiny_model(("NoSuchEnv-v0",), cfg, cache_dir=tmp_path)
+    assert a == b and (b / "config.json").stat().st_mtime_ns == mtime
+    assert json.loads((a / "config.json").read_text())["model_type"] == "llama"
+    AutoModelForCausalLM.from_pretrained(a)
+
+
+def test_console_entry_prints_the_path(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "agentgym.agents.tiny", "--env-id", "NoSuchEnv-v0",
+                          "--cache-dir", str(tmp_path)], capture_output=True, text=True, check=True)
+    path = out.stdout.strip().splitlines()[-1]
+    assert (tmp_path in __import__("pathlib").Path(path).parents)

@@ -1,0 +1,17 @@
+"""Every docstring example in the modules below is run as a test."""
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "agentgym.rewards.bleu", "agentgym.rewards.qa_metrics", "agentgym.rewards.judges", "agentgym.prompts",
+    "agentgym.envs.spaces", "agentgym.envs.toolqa.calculator", "agentgym.envs.toolqa.retriever",
+    "agentgym.envs.toolqa.env",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

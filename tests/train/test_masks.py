@@ -1,0 +1,109 @@
+"""Loss masks of the multi-turn layouts: only model-sampled tokens carry loss, and training sees
+exactly the tokens the model generated from."""
+
+import pytest
+import torch
+
+from agentgym.agents import HFPolicy, SamplingConfig
+from agentgym.agents.base import Completion, Policy
+from agentgym.prompts import episode_to_messages
+from agentgym.train.chat import ChatEncoder
+from agentgym.train.envs import ListEnvBatch
+from agentgym.train.loss import LossConfig, policy_loss
+from agentgym.train.rollout import RolloutConfig, collect_episodes
+from agentgym.train.samples import episode_samples
+from agentgym.train.update import pad_batch, sample_logprobs
+from toy_env import ToyLookupEnv
+
+
+def scripted_completion(tokenizer, text):
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    return Completion(text=text, token_ids=ids, logprobs=[0.0] * len(ids), finish_reason="stop")
+
+
+class ExpertAgent(Policy):
+    def __init__(self, tokenizer, env):
+        self.tokenizer, self.env = tokenizer, env
+
+    def generate(self, prompts, sampling=None):
+        return [scripted_completion(self.tokenizer, self.env._expert_action()) for _ in prompts]
+
+
+def test_concat_masks_tool_output_and_matches_template(tiny):
+    _, tok = tiny
+    batch = ListEnvBatch(None, 1, 1, env_fn=lambda: ToyLookupEnv())
+    env = batch.envs[0]
+    encoder = ChatEncoder(tok)
+    episodes, _ = collect_episodes(batch, ExpertAgent(tok, env), encoder, [3], RolloutConfig(layout="concat"))
+    ep = episodes[0]
+    assert len(ep.turns) == 2 and ep.success
+    # the sequence is exactly the chat template's rendering of the whole episode
+    full = encoder.render(episode_to_messages(ep.system_prompt, ep.observations[:-1], ep.actions), False)
+    assert tok.decode(ep.concat_ids) + "\n" == full
+    # loss tokens are exactly the two sampled completions
+    sampled = [t for turn in ep.turns for t in turn.completion.token_ids]
+    assert [t for t, m in zip(ep.concat_ids, ep.concat_mask) if m] == sampled
+    # the tool's output (and the observation header around it) carries no loss
+    tool_text = ep.observations[1]
+    assert tool_text.startswith("lookup result:")
+    env_ids = [t for t, m in zip(ep.concat_ids, ep.concat_mask) if not m]
+    assert tool_text in tok.decode(env_ids)
+    start = len(ep.turns[0].prompt_ids) + len(ep.turns[0].completion.token_ids)
+    second = len(ep.turns[1].prompt_ids)
+    assert ep.turns[1].prompt_ids == ep.concat_ids[:second]  # turn 2 was generated from this very prefix
+    assert tool_text in tok.decode(ep.concat_ids[start:second])
+    assert all(m == 0 for m in ep.concat_mask[start:second])
+
+    # and the loss ignores whatever the model thinks of those tokens
+    sample = episode_samples(episodes, [1.0], "concat")[0]
+    b = pad_batch([sample], tok.pad_token_id, "cpu")
+    lp = torch.randn(b["loss_mask"].shape)
+    lp2 = lp.clone()
+    lp2[0, start - 1:second - 1] += 5.0  # positions predicting the env's tokens
+    cfg = LossConfig(beta=0.0)
+    old = lp - 0.05
+    l1, _ = policy_loss(lp, old, b["advantages"], b["loss_mask"], cfg)
+    l2, _ = policy_loss(lp2, old, b["advantages"], b["loss_mask"], cfg)
+    assert float(l1) == float(l2)
+
+
+def test_window_samples_are_prompt_plus_completion(tiny):
+    _, tok = tiny
+    batch = ListEnvBatch(None, 1, 1, env_fn=lambda: ToyLookupEnv())
+    encoder = ChatEncoder(tok)
+    episodes, _ = collect_episodes(batch, ExpertAgent(tok, batch.envs[0]), encoder, [0],
+                                   RolloutConfig(layout="window", window=0))
+    samples = episode_samples(episodes, [0.5], "window")
+    assert len(samples) == 2
+    ep = episodes[0]
+    # window=0: the second turn sees system + first observation only (the tool turn is dropped)
+    assert samples[1].input_ids[: len(ep.turns[1].prompt_ids)] == encoder.prompt_ids(
+        episode_to_messages(ep.system_prompt, ep.observations[:1], []))
+    for s, turn in zip(samples, ep.turns):
+        n = len(turn.prompt_ids)
+        assert s.loss_mask == [0] * n + [1] * len(turn.completion.token_ids)
+        assert s.input_ids[n:] == turn.completion.token_ids
+        assert s.advantage == 0.5
+
+
+@pytest.mark.parametrize("layout", ["concat", "window"])
+def test_training_logprobs_equal_generation_logprobs(tiny, layout):
+    """A real tiny model plays several turns; recomputing logprobs on the training layout gives
+    back the sampling logprobs on every loss token, so training and generation saw the same ids."""
+    model, tok = tiny
+    torch.manual_seed(0)
+    batch = ListEnvBatch(None, 2, 2, env_fn=lambda: ToyLookupEnv(max_turns=3))
+    policy = HFPolicy(model, tok, SamplingConfig(max_new_tokens=12, temperature=1.0))
+    episodes, _ = collect_episodes(batch, policy, ChatEncoder(tok), [0, 1], RolloutConfig(layout=layout, window=1))
+    assert all(len(ep.turns) == 3 for ep in episodes)  # random text never parses: 3 turns each
+    samples = episode_samples(episodes, [1.0] * 4, layout)
+    lps = sample_logprobs(model, samples, tok.pad_token_id, micro_batch_size=3)
+    for s, lp in zip(samples, lps):
+        ep = episodes[s.episode]
+        recomputed = [float(lp[t - 1]) for t, m in enumerate(s.loss_mask) if m]
+        if layout == "concat":
+            generated = [x for turn in ep.turns for x in turn.completion.logprobs]
+        else:
+            turn = next(tu for tu in ep.turns if s.input_ids == tu.prompt_ids + tu.completion.token_ids)
+            generated = turn.completion.logprobs
+        assert recomputed == pytest.approx(generated, abs=2e-4)
