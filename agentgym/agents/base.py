@@ -1,0 +1,87 @@
+"""The one interface every policy shares: a batch of prompts in, a batch of completions out.
+
+A prompt is either a chat history (a list of ``{"role", "content"}`` messages, as made by
+:func:`agentgym.episode_to_messages`) or, for policies that own a tokenizer, the token ids of a
+prompt that is already rendered. Trainers pass ids so that the tokens a model is trained on are
+exactly the tokens it was sampled from; custom agents and evaluation pass messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence, Union
+
+Message = dict
+ChatHistory = Sequence[Message]
+Prompt = Union[ChatHistory, Sequence[int]]
+
+
+@dataclass
+class SamplingConfig:
+    """How to sample a completion. Shared by every policy."""
+
+    max_new_tokens: int = 256
+    """Most tokens one completion may have."""
+    temperature: float = 1.0
+    """Softmax temperature; 0 means greedy decoding."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (1.0: off)."""
+    top_k: int = 0
+    """Sample from the k most likely tokens only (0: off)."""
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.top_k < 0:
+            raise ValueError(f"top_k must be >= 0, got {self.top_k}")
+
+
+@dataclass
+class Completion:
+    """One sampled completion."""
+
+    text: str
+    """The completion as text, special tokens removed: what the env receives as the action."""
+    token_ids: list[int] = field(default_factory=list)
+    """Sampled token ids, the end-of-turn token included when the model emitted it. Empty when the
+    backend does not report ids (some OpenAI-compatible servers)."""
+    logprobs: list[float] = field(default_factory=list)
+    """Log-probability of each sampled token under the sampling distribution (temperature applied);
+    empty when the backend does not report them."""
+    prompt_ids: list[int] | None = None
+    """The prompt's token ids as the model saw them, when known."""
+    finish_reason: str = "stop"
+    """``stop`` (end-of-turn token) or ``length`` (hit ``max_new_tokens``)."""
+
+
+class Policy:
+    """Base class of agentgym policies. Subclasses implement :meth:`generate`."""
+
+    sampling: SamplingConfig
+
+    def generate(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None) -> list[Completion]:
+        """Sample one completion per prompt."""
+        raise NotImplementedError
+
+    def act(self, messages: ChatHistory) -> str:
+        """The next action for one chat history: a convenience for custom agents."""
+        return self.generate([messages])[0].text
+
+    def __call__(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None) -> list[Completion]:
+        return self.generate(prompts, sampling)
+
+
+def is_token_prompt(prompt: Prompt) -> bool:
+    """True for a prompt given as token ids, False for a chat history."""
+    if len(prompt) == 0:
+        raise ValueError("empty prompt")
+    first = prompt[0]
+    if isinstance(first, dict):
+        return False
+    if isinstance(first, int) or hasattr(first, "__index__"):
+        return True
+    raise TypeError(f"a prompt is a list of chat messages or of token ids, got items of type {type(first).__name__}")

@@ -1,0 +1,217 @@
+"""Tiny causal LMs built offline, for tests, CI and the default demo (SPEC §5).
+
+No machine here can download weights, so the project builds its own small model: a Qwen2- or
+Llama-architecture config with random weights and a byte-level BPE tokenizer trained with
+``tokenizers`` on env text (system prompts, observations, expert actions), with a ChatML chat
+template. It is saved with ``save_pretrained`` and loaded back with ``AutoModelForCausalLM`` /
+``AutoTokenizer``, the same code path as a user's checkpoint.
+
+Built models are cached under ``$AGENTGYM_CACHE/models`` (default ``~/.cache/agentgym/models``),
+keyed by the config and a hash of the training text, so tests build each model once.
+
+    python -m agentgym.agents.tiny --env-id ToolQA-v0 --size tiny
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+BUILD_VERSION = 1  # bump when the build recipe changes, so caches are rebuilt
+
+
+@dataclass(frozen=True)
+class TinyConfig:
+    """Shape of a tiny model."""
+
+    arch: str = "qwen2"
+    """``qwen2`` or ``llama``."""
+    hidden_size: int = 64
+    num_layers: int = 2
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    intermediate_size: int = 256
+    vocab_size: int = 2048
+    """Target BPE vocabulary size (special tokens included)."""
+    max_position_embeddings: int = 8192
+    seed: int = 0
+    """Seed of the random weights."""
+
+
+SIZES = {
+    "tiny": TinyConfig(),
+    "small": TinyConfig(hidden_size=128, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=512,
+                        vocab_size=4096),
+}
+
+# Text every tiny tokenizer sees, so common symbols of agent output get merges even without envs.
+_BASE_TEXT = [
+    '<think>I should search for it.</think><tool_call>{"name": "search", "arguments": {"query": "x"}}</tool_call>',
+    '<tool_call>{"name": "open", "arguments": {"doc_id": "d1"}}</tool_call>',
+    '<tool_call>{"name": "calculate", "arguments": {"expression": "2 + 3 * 4"}}</tool_call>',
+    "<answer>yes</answer> <answer>no</answer> <action>go to table 1</action> <judge>good</judge> <judge>bad</judge>",
+    "Invalid output: no action found. 0123456789 . , ; : ! ? ' \" ( ) [ ] { } - + * / = _ # @ & % $",
+    "The quick brown fox jumps over the lazy dog. THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG.",
+]
+
+
+def default_cache_dir() -> Path:
+    root = os.environ.get("AGENTGYM_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "agentgym")
+    return Path(root) / "models"
+
+
+def env_corpus(env_ids: Sequence[str], episodes_per_env: int = 64, seed: int = 0) -> list[str]:
+    """Text of expert episodes: system prompts, observations and expert actions.
+
+    An env that cannot be made here (engine not installed) is skipped.
+    """
+    import gymnasium as gym
+
+    import agentgym  # noqa: F401  registers the envs
+
+    texts: list[str] = []
+    for env_id in env_ids:
+        try:
+            env = gym.make(env_id, expert=True)
+        except Exception:  # a missing optional engine: build from the other envs' text
+            continue
+        try:
+            for episode in range(episodes_per_env):
+                obs, info = env.reset(seed=seed + episode)
+                texts += [info["system_prompt"], obs]
+                done = False
+                while not done:
+                    action = info.get("expert_action") or ""
+                    obs, _, terminated, truncated, info = env.step(action)
+                    texts += [action, obs]
+                    done = terminated or truncated
+        finally:
+            env.close()
+    return texts
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int):
+    """A byte-level BPE tokenizer with ChatML special tokens, as a transformers tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(list(texts), trainer)
+    hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                 additional_special_tokens=["<|im_start|>"])
+    hf.chat_template = CHATML_TEMPLATE
+    return hf
+
+
+def _model_config(cfg: TinyConfig, tokenizer):
+    from transformers import LlamaConfig, Qwen2Config
+
+    common = dict(vocab_size=len(tokenizer), hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
+                  num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_kv_heads,
+                  intermediate_size=cfg.intermediate_size, max_position_embeddings=cfg.max_position_embeddings,
+                  tie_word_embeddings=True, eos_token_id=tokenizer.eos_token_id,
+                  pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
+    if cfg.arch == "qwen2":
+        return Qwen2Config(**common)
+    if cfg.arch == "llama":
+        return LlamaConfig(**common)
+    raise ValueError(f"arch must be 'qwen2' or 'llama', got {cfg.arch!r}")
+
+
+def build_tiny_model(
+    env_ids: Sequence[str] = ("ToolQA-v0",),
+    size: str | TinyConfig = "tiny",
+    cache_dir: str | os.PathLike | None = None,
+    episodes_per_env: int = 64,
+    force: bool = False,
+) -> Path:
+    """Build (or find in the cache) a tiny model and return the directory it is saved in.
+
+    The directory loads with ``AutoModelForCausalLM.from_pretrained`` and ``AutoTokenizer.from_pretrained``.
+    """
+    cfg = SIZES[size] if isinstance(size, str) else size
+    if isinstance(size, str) and size not in SIZES:
+        raise ValueError(f"size must be one of {sorted(SIZES)} or a TinyConfig, got {size!r}")
+    texts = _BASE_TEXT + env_corpus(env_ids, episodes_per_env)
+    key = hashlib.sha256(json.dumps([BUILD_VERSION, asdict(cfg), texts]).encode("utf-8")).hexdigest()[:12]
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    out = root / f"tiny-{cfg.arch}-h{cfg.hidden_size}-l{cfg.num_layers}-{key}"
+    if (out / "config.json").exists() and not force:
+        return out
+
+    import torch
+    from transformers import AutoModelForCausalLM, GenerationConfig
+
+    tokenizer = train_tokenizer(texts, cfg.vocab_size)
+    config = _model_config(cfg, tokenizer)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.generation_config = GenerationConfig(eos_token_id=tokenizer.eos_token_id,
+                                               pad_token_id=tokenizer.pad_token_id, do_sample=True)
+    root.mkdir(parents=True, exist_ok=True)
+    # Build beside the target and move it in one rename, so concurrent builders never see half a model.
+    tmp = Path(tempfile.mkdtemp(prefix=out.name + ".", dir=root))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "agentgym_tiny.json").write_text(json.dumps({"config": asdict(cfg), "env_ids": list(env_ids),
+                                                            "num_texts": len(texts)}, indent=1))
+        if force and out.exists():
+            shutil.rmtree(out)
+        try:
+            os.replace(tmp, out)
+        except OSError:  # another process finished first
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def resolve_model_path(model: str, env_ids: Sequence[str] = ("ToolQA-v0",)) -> str:
+    """``tiny``/``tiny-small`` -> a built tiny model's directory; anything else is returned unchanged."""
+    if model == "tiny":
+        return str(build_tiny_model(env_ids, "tiny"))
+    if model.startswith("tiny-") and model[5:] in SIZES:
+        return str(build_tiny_model(env_ids, model[5:]))
+    return model
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="agentgym tiny-model", description="Build a tiny model offline.")
+    parser.add_argument("--env-id", action="append", default=None,
+                        help="env whose text trains the tokenizer (repeatable; default ToolQA-v0)")
+    parser.add_argument("--size", default="tiny", choices=sorted(SIZES))
+    parser.add_argument("--arch", default=None, choices=["qwen2", "llama"])
+    parser.add_argument("--cache-dir", default=None, help="where to cache (default $AGENTGYM_CACHE/models)")
+    parser.add_argument("--force", action="store_true", help="rebuild even if cached")
+    args = parser.parse_args(argv)
+    cfg = SIZES[args.size]
+    if args.arch:
+        cfg = TinyConfig(**{**asdict(cfg), "arch": args.arch})
+    path = build_tiny_model(tuple(args.env_id or ["ToolQA-v0"]), cfg, args.cache_dir, force=args.force)
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,109 @@
+"""Token-level PPO-clip loss with an optional k3 KL penalty to a frozen reference (SPEC §4.2).
+
+Per token t of a model-written span, with ratio r = exp(logp - logp_old) and advantage A:
+
+    pg_t = -min(r * A, clip(r, 1 - eps_low, 1 + eps_high) * A)
+    kl_t = exp(logp_ref - logp) - (logp_ref - logp) - 1          (k3 estimator, >= 0)
+    l_t  = pg_t + beta * kl_t
+
+Aggregation: ``token-mean`` averages l_t over every loss token of the batch (long episodes weigh
+more); ``seq-mean`` averages within each sequence first, then over sequences. Both accept an
+explicit normalizer so micro-batches of one optimizer step add up to the full-batch loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+AGGREGATIONS = ("token-mean", "seq-mean")
+
+
+@dataclass
+class LossConfig:
+    """Knobs of the policy loss."""
+
+    eps_low: float = 0.2
+    """PPO clip range below 1."""
+    eps_high: float = 0.2
+    """PPO clip range above 1 (DAPO's clip-higher sets it above eps_low)."""
+    beta: float = 0.001
+    """Weight of the k3 KL penalty to the reference model; 0 switches the reference off."""
+    aggregation: str = "token-mean"
+    """``token-mean`` or ``seq-mean``."""
+
+    def __post_init__(self) -> None:
+        if self.aggregation not in AGGREGATIONS:
+            raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {self.aggregation!r}")
+        if not 0 <= self.eps_low < 1:
+            raise ValueError(f"eps_low must be in [0, 1), got {self.eps_low}")
+        if self.eps_high < 0:
+            raise ValueError(f"eps_high must be >= 0, got {self.eps_high}")
+        if self.beta < 0:
+            raise ValueError(f"beta must be >= 0, got {self.beta}")
+
+
+def k3_kl(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
+    """Per-token k3 estimate of KL(policy || reference): exp(d) - d - 1 with d = ref - policy."""
+    d = ref_logprobs - logprobs
+    return torch.exp(d) - d - 1
+
+
+def policy_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    cfg: LossConfig,
+    ref_logprobs: torch.Tensor | None = None,
+    normalizer: float | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """PPO-clip loss over ``[batch, tokens]`` tensors.
+
+    Args:
+        logprobs: log-probabilities of the sampled tokens under the current policy (with grad).
+        old_logprobs: the same under the policy that sampled them.
+        advantages: per-token advantages (``[batch]`` is broadcast over tokens).
+        mask: 1 for tokens the model wrote and that carry loss, 0 for prompt, env text and padding.
+        cfg: clip ranges, KL weight and aggregation.
+        ref_logprobs: under the frozen reference; needed when ``cfg.beta > 0``.
+        normalizer: token-mean: the number of loss tokens in the whole optimizer batch; seq-mean:
+            the number of sequences in it. None uses this call's own count.
+
+    Returns the loss and detached metrics (sums over this call, for the caller to average).
+    """
+    mask = mask.to(logprobs.dtype)
+    if advantages.dim() == 1:
+        advantages = advantages.unsqueeze(1)
+    advantages = advantages.to(logprobs.dtype)
+    ratio = torch.exp(logprobs - old_logprobs)
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1 - cfg.eps_low, 1 + cfg.eps_high) * advantages
+    per_token = -torch.minimum(unclipped, clipped)
+    pg_per_token = per_token
+    kl = None
+    if cfg.beta > 0:
+        if ref_logprobs is None:
+            raise ValueError("beta > 0 needs ref_logprobs")
+        kl = k3_kl(logprobs, ref_logprobs)
+        per_token = per_token + cfg.beta * kl
+    tokens_per_seq = mask.sum(dim=1)
+    if cfg.aggregation == "token-mean":
+        denom = float(normalizer) if normalizer is not None else tokens_per_seq.sum().clamp(min=1).item()
+        loss = (per_token * mask).sum() / max(denom, 1e-8)
+    else:
+        denom = float(normalizer) if normalizer is not None else float(len(mask))
+        per_seq = (per_token * mask).sum(dim=1) / tokens_per_seq.clamp(min=1)
+        loss = per_seq.sum() / max(denom, 1e-8)
+    with torch.no_grad():
+        n = mask.sum()
+        is_clipped = ((ratio < 1 - cfg.eps_low) & (advantages < 0)) | ((ratio > 1 + cfg.eps_high) & (advantages > 0))
+        stats = {
+            "tokens": float(n),
+            "pg_sum": float((pg_per_token * mask).sum()),
+            "kl_sum": float((kl * mask).sum()) if kl is not None else 0.0,
+            "clipped_sum": float((is_clipped.to(mask.dtype) * mask).sum()),
+            "ratio_sum": float((ratio * mask).sum()),
+        }
+    return loss, stats

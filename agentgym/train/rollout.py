@@ -1,0 +1,157 @@
+"""Rollout collection: play one batch of grouped episodes with a policy and keep every token.
+
+For each group the collector resets the group's envs on one task, then steps all unfinished
+episodes together: it builds each episode's prompt ids in the chosen layout (:mod:`chat`), asks
+the policy for one completion per episode in one batched call, and sends the completion's text to
+the env. Everything the trainer needs later (prompt ids, sampled ids, the concat sequence and its
+loss mask, rewards, PRS terms) is recorded on the :class:`Episode`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from agentgym.agents.base import Completion, Policy, SamplingConfig
+from agentgym.prompts import episode_to_messages
+from agentgym.train.chat import LAYOUTS, ChatEncoder, window_prompt_ids
+from agentgym.train.envs import EnvBatch
+
+
+@dataclass
+class Turn:
+    """One model turn: what the model was conditioned on and what it sampled."""
+
+    prompt_ids: list[int]
+    completion: Completion
+
+
+@dataclass
+class Episode:
+    """One played episode."""
+
+    group: int
+    """Index of its group in the batch."""
+    task_id: str
+    group_key: str
+    system_prompt: str
+    observations: list[str] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+    terminated: bool = False
+    truncated: bool = False
+    success: bool = False
+    episode_terms: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    step_infos: list[dict] = field(default_factory=list)
+    """The info dict of every step (reward_terms, action_valid, parse_error, ...)."""
+    concat_ids: list[int] = field(default_factory=list)
+    """``concat`` layout: the whole episode as one sequence, as the model generated from it."""
+    concat_mask: list[int] = field(default_factory=list)
+    """1 on ids the model sampled, 0 on ids from the template and the env."""
+    cut_by_length: bool = False
+    """Ended by the collector because the next prompt would exceed ``max_prompt_tokens``."""
+
+    @property
+    def done(self) -> bool:
+        return self.terminated or self.truncated
+
+    @property
+    def ret(self) -> float:
+        """The episode return: the sum of its step rewards (the PRS return in PRS mode)."""
+        return float(sum(self.rewards))
+
+    @property
+    def num_generated_tokens(self) -> int:
+        return sum(len(t.completion.token_ids) for t in self.turns)
+
+
+@dataclass
+class RolloutConfig:
+    """How episodes are played."""
+
+    layout: str = "concat"
+    """``concat`` or ``window`` (SPEC §4.2)."""
+    window: int | None = 2
+    """``window`` layout: past turns kept in the prompt besides the first observation (None: all)."""
+    max_turns: int | None = None
+    """Stop an episode after this many model turns (None: the env's own limit)."""
+    max_prompt_tokens: int = 4096
+    """End an episode (as truncated) when its next prompt would be longer than this."""
+
+    def __post_init__(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
+
+
+def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder, seeds: Sequence[int],
+                     cfg: RolloutConfig, sampling: SamplingConfig | None = None,
+                     reset_options: dict | None = None) -> tuple[list[Episode], dict[str, float]]:
+    """Play one episode in every env of ``envs``; group g's task is chosen by ``seeds[g]``.
+
+    Returns the episodes (env order: group-major) and timing stats.
+    """
+    t0 = time.perf_counter()
+    starts = envs.reset_groups(seeds, reset_options)
+    episodes = []
+    for i, (obs, info) in enumerate(starts):
+        ep = Episode(group=i // envs.group_size, task_id=str(info.get("task_id", "")),
+                     group_key=str(info.get("group_key", info.get("task_id", ""))),
+                     system_prompt=info.get("system_prompt", ""), observations=[obs])
+        if cfg.layout == "concat":
+            ep.concat_ids = encoder.prompt_ids(episode_to_messages(ep.system_prompt, [obs], []))
+            ep.concat_mask = [0] * len(ep.concat_ids)
+        episodes.append(ep)
+    gen_time = env_time = 0.0
+    while True:
+        active = [i for i, ep in enumerate(episodes) if not ep.done]
+        if not active:
+            break
+        prompts = {}
+        for i in active:
+            ep = episodes[i]
+            if cfg.layout == "concat":
+                ids = list(ep.concat_ids)
+            else:
+                ids = window_prompt_ids(encoder, ep.system_prompt, ep.observations, ep.actions, cfg.window)
+            if len(ids) > cfg.max_prompt_tokens:
+                ep.truncated = ep.cut_by_length = True
+                continue
+            prompts[i] = ids
+        if not prompts:
+            break
+        order = list(prompts)
+        t = time.perf_counter()
+        completions = policy.generate([prompts[i] for i in order], sampling)
+        gen_time += time.perf_counter() - t
+        for i, c in zip(order, completions):
+            episodes[i].turns.append(Turn(prompt_ids=prompts[i], completion=c))
+        t = time.perf_counter()
+        results = envs.step_some({i: c.text for i, c in zip(order, completions)})
+        env_time += time.perf_counter() - t
+        for i, c in zip(order, completions):
+            ep = episodes[i]
+            obs, reward, terminated, truncated, info = results[i]
+            if cfg.layout == "concat":
+                messages = episode_to_messages(ep.system_prompt, ep.observations, ep.actions)
+                ep.concat_ids += c.token_ids
+                ep.concat_mask += [1] * len(c.token_ids)
+                if not (terminated or truncated):
+                    env_ids = encoder.env_turn_ids(messages, c.text, obs, stopped=c.finish_reason == "stop")
+                    ep.concat_ids += env_ids
+                    ep.concat_mask += [0] * len(env_ids)
+            ep.actions.append(c.text)
+            ep.observations.append(obs)
+            ep.rewards.append(reward)
+            ep.step_infos.append(info)
+            ep.terminated, ep.truncated = terminated, truncated
+            if cfg.max_turns is not None and len(ep.turns) >= cfg.max_turns and not ep.done:
+                ep.truncated = True
+            if terminated or truncated:
+                ep.success = bool(info.get("success", False))
+                ep.episode_terms = dict(info.get("episode_terms", {}))
+                ep.metrics = dict(info.get("metrics", {}))
+    stats = {"time/rollout": time.perf_counter() - t0, "time/generate": gen_time, "time/env": env_time}
+    return episodes, stats

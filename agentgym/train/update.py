@@ -1,0 +1,157 @@
+"""One policy update from a batch of samples: forward passes, the PPO-clip loss, the optimizer step.
+
+Samples are padded on the right into micro-batches; a micro-batch holds samples of one ``kind``
+only, and each kind's loss is normalized over all of that kind's tokens (or sequences) in the
+batch, so gradient accumulation gives exactly the full-batch loss
+``sum_kind loss_weights[kind] * L_kind``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Mapping, Sequence
+
+import torch
+
+from agentgym.train.loss import LossConfig, policy_loss
+from agentgym.train.samples import Sample
+
+
+def pad_batch(samples: Sequence[Sample], pad_id: int, device) -> dict[str, torch.Tensor]:
+    """Right-padded ids and attention mask, plus the loss mask and advantages aligned with the
+    next-token predictions (position t predicts token t + 1)."""
+    width = max(len(s.input_ids) for s in samples)
+    ids = torch.full((len(samples), width), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(samples), width), dtype=torch.long)
+    mask = torch.zeros((len(samples), width), dtype=torch.float32)
+    for i, s in enumerate(samples):
+        n = len(s.input_ids)
+        ids[i, :n] = torch.tensor(s.input_ids, dtype=torch.long)
+        attention[i, :n] = 1
+        mask[i, :n] = torch.tensor(s.loss_mask, dtype=torch.float32)
+    adv = torch.tensor([s.advantage for s in samples], dtype=torch.float32)
+    return {"input_ids": ids.to(device), "attention_mask": attention.to(device),
+            "loss_mask": mask[:, 1:].to(device), "advantages": adv.to(device)}
+
+
+def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                   temperature: float = 1.0) -> torch.Tensor:
+    """log p(token t+1 | tokens <= t) for every position, ``[batch, length - 1]``, in float32.
+
+    Logits are divided by the sampling temperature so these match the distribution that sampled.
+    """
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits[:, :-1]
+    logits = logits.float()
+    if temperature not in (0, 1):
+        logits = logits / temperature
+    targets = input_ids[:, 1:]
+    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    return picked - torch.logsumexp(logits, dim=-1)
+
+
+def autocast_context(device, bf16: bool):
+    if bf16 and torch.device(device).type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def _micro_batches(samples: Sequence[Sample], size: int) -> list[list[int]]:
+    """Indices of micro-batches, each of one kind, kinds in order of first appearance."""
+    by_kind: dict[str, list[int]] = {}
+    for i, s in enumerate(samples):
+        by_kind.setdefault(s.kind, []).append(i)
+    return [idx[j:j + size] for idx in by_kind.values() for j in range(0, len(idx), size)]
+
+
+@torch.no_grad()
+def sample_logprobs(model, samples: Sequence[Sample], pad_id: int, micro_batch_size: int,
+                    temperature: float = 1.0, bf16: bool = False) -> list[torch.Tensor]:
+    """Per-sample next-token logprobs under ``model`` (no grad): for the reference model, or the
+    pre-update policy when a batch takes several optimizer steps."""
+    device = next(model.parameters()).device
+    out: list[torch.Tensor | None] = [None] * len(samples)
+    was_training = model.training
+    model.eval()
+    try:
+        for idx in _micro_batches(samples, micro_batch_size):
+            batch = pad_batch([samples[i] for i in idx], pad_id, device)
+            with autocast_context(device, bf16):
+                lp = token_logprobs(model, batch["input_ids"], batch["attention_mask"], temperature)
+            for row, i in enumerate(idx):
+                out[i] = lp[row, : len(samples[i].input_ids) - 1].detach()
+    finally:
+        model.train(was_training)
+    return out  # type: ignore[return-value]
+
+
+def _stack(rows: Sequence[torch.Tensor], width: int, device) -> torch.Tensor:
+    out = torch.zeros((len(rows), width), dtype=torch.float32, device=device)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = r.to(device)
+    return out
+
+
+def train_step(
+    model,
+    optimizer,
+    samples: Sequence[Sample],
+    cfg: LossConfig,
+    pad_id: int,
+    micro_batch_size: int = 8,
+    temperature: float = 1.0,
+    ref_logprobs: Sequence[torch.Tensor] | None = None,
+    old_logprobs: Sequence[torch.Tensor] | None = None,
+    loss_weights: Mapping[str, float] | None = None,
+    max_grad_norm: float | None = 1.0,
+    bf16: bool = False,
+) -> dict[str, float]:
+    """One optimizer step on ``samples``; returns metrics.
+
+    ``old_logprobs`` None means the samples were drawn from the current weights (one update per
+    rollout batch), so the ratio's denominator is the current logprob, detached.
+    """
+    if not samples:
+        raise ValueError("train_step needs at least one sample")
+    weights = {"policy": 1.0, **(loss_weights or {})}
+    unknown = {s.kind for s in samples} - set(weights)
+    if unknown:
+        raise ValueError(f"no loss weight for sample kinds {sorted(unknown)}")
+    device = next(model.parameters()).device
+    normalizers: dict[str, float] = {}
+    for s in samples:
+        add = (s.num_loss_tokens - (1 if s.loss_mask and s.loss_mask[0] else 0)) if cfg.aggregation == "token-mean" else 1
+        normalizers[s.kind] = normalizers.get(s.kind, 0.0) + add
+    model.train()
+    optimizer.zero_grad(set_to_none=True)
+    sums: dict[str, float] = {}
+    for idx in _micro_batches(samples, micro_batch_size):
+        kind = samples[idx[0]].kind
+        batch = pad_batch([samples[i] for i in idx], pad_id, device)
+        with autocast_context(device, bf16):
+            lp = token_logprobs(model, batch["input_ids"], batch["attention_mask"], temperature)
+        width = lp.shape[1]
+        old = lp.detach() if old_logprobs is None else _stack([old_logprobs[i] for i in idx], width, device)
+        ref = _stack([ref_logprobs[i] for i in idx], width, device) if ref_logprobs is not None else None
+        loss, stats = policy_loss(lp, old, batch["advantages"], batch["loss_mask"], cfg, ref_logprobs=ref,
+                                  normalizer=normalizers[kind])
+        (weights[kind] * loss).backward()
+        for key, value in stats.items():
+            sums[f"{kind}/{key}"] = sums.get(f"{kind}/{key}", 0.0) + value
+        sums[f"{kind}/loss"] = sums.get(f"{kind}/loss", 0.0) + float(loss.detach())
+    grad_norm = float("nan")
+    if max_grad_norm is not None and max_grad_norm > 0:
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm))
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    metrics = {"grad_norm": grad_norm}
+    for kind in normalizers:
+        tokens = max(sums.get(f"{kind}/tokens", 0.0), 1.0)
+        prefix = "loss/policy" if kind == "policy" else f"loss/{kind}"
+        metrics[prefix] = sums.get(f"{kind}/loss", 0.0)
+        metrics[f"{prefix}_pg"] = sums.get(f"{kind}/pg_sum", 0.0) / tokens
+        if kind == "policy":
+            metrics["kl"] = sums.get("policy/kl_sum", 0.0) / tokens
+            metrics["clip_ratio"] = sums.get("policy/clipped_sum", 0.0) / tokens
+            metrics["ratio/mean"] = sums.get("policy/ratio_sum", 0.0) / tokens
+            metrics["tokens/loss"] = sums.get("policy/tokens", 0.0)
+    return metrics
