@@ -3,12 +3,13 @@
 ``inc`` adds one; the episode terminates when the count reaches the target (2..5, so episodes in a
 batch end at different steps). The observation carries a random word drawn from the seed, so two
 envs agree on observations only if they got the same seed. Fault hooks for the tests: ``!raise``
-raises inside the env, ``!hang`` sleeps far past any step timeout, ``!slow`` sleeps 0.3 s.
+raises inside the env, ``!hang`` sleeps far past any step timeout, ``!slow`` sleeps 0.3 s;
+``engine_process=True`` starts a child process the way an engine-backed env does.
 """
 
 from __future__ import annotations
 
-import os
+import subprocess
 import time
 
 from agentgym.envs.base import AgentEnv, Transition
@@ -22,9 +23,11 @@ class CountingEnv(AgentEnv):
     prs_base = EMBODIED_PRS
     format_hint = "Answer with inc."
 
-    def __init__(self, max_turns: int = 8, step_delay: float = 0.0, **kwargs):
+    def __init__(self, max_turns: int = 8, step_delay: float = 0.0, engine_process: bool = False, **kwargs):
         super().__init__(max_turns=max_turns, **kwargs)
         self.step_delay = step_delay
+        # Stands in for an engine process (a ScienceWorld JVM): a child the env starts and owns.
+        self.engine = subprocess.Popen(["sleep", "3600"]) if engine_process else None
         self.target = 0
         self.count = 0
         self.word = ""
@@ -41,7 +44,7 @@ class CountingEnv(AgentEnv):
         self.word = WORDS[int(self.np_random.integers(len(WORDS)))]
         self.count = 0
         task_id = f"count-{self.target}"
-        obs = f"Count to {self.target}. Word: {self.word}. Count: 0. Stage: {self.prs_stage}. Pid: {os.getpid()}"
+        obs = f"Count to {self.target}. Word: {self.word}. Count: 0. Stage: {self.prs_stage}."
         return obs, {"task_id": task_id, "instruction": f"count to {self.target}", "group_key": task_id}
 
     def _parse(self, action):
@@ -65,6 +68,12 @@ class CountingEnv(AgentEnv):
         obs = f"Count: {self.count}. Word: {self.word}."
         return Transition(obs, {"format": 1.0, "valid": 1.0, "progress": self.count / self.target,
                                 "success": float(done)}, True, terminated=done, success=done)
+
+    def close(self):
+        if self.engine is not None:
+            self.engine.kill()
+            self.engine.wait()
+            self.engine = None
 
     def _admissible_actions(self):
         return ["inc", "noop"]
