@@ -3,6 +3,7 @@
     agentgym list                      registered env ids, one line each
     agentgym play ENV_ID [--seed N]    play an env yourself in the terminal
     agentgym demo [ENV_ID]             one episode played by the env's expert, as a transcript
+    agentgym expert-data ENV_ID ...    expert episodes as chat JSONL, for cold-start SFT
     agentgym alfworld-generate ...     write ALFWorld-style games in the official layout
     agentgym eval ...                  evaluate a checkpoint or endpoint on an env's split
 
@@ -19,6 +20,7 @@ import sys
 
 # subcommand -> "module:function" taking argv
 EXTERNAL = {
+    "expert-data": "agentgym.experts:main",
     "alfworld-generate": "agentgym.envs.alfworld.generate:main",
     "eval": "agentgym.train.evaluate:main",
 }

@@ -1,0 +1,100 @@
+"""Expert trajectories as chat data, for cold-start SFT (SPEC §5).
+
+Every agentgym env takes ``expert=True`` and then puts its expert's next action in
+``info["expert_action"]``: ToolQA's oracle tool plan, ALFWorld's planner, ScienceWorld's gold action
+sequence. :func:`expert_episodes` plays that expert and yields each episode as chat messages in the
+same layout agents and trainers use (:func:`agentgym.episode_to_messages`), so SFT trains on exactly
+what the model will see at RL and evaluation time.
+
+    agentgym expert-data ToolQA-v0 --episodes 200 --out toolqa_sft.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import gymnasium as gym
+
+from agentgym.prompts import episode_to_messages
+
+
+def play_expert_episode(env: gym.Env, seed: int | None = None, options: dict | None = None) -> dict[str, Any]:
+    """One episode driven by ``info["expert_action"]``; the env must have been made with expert=True."""
+    obs, info = env.reset(seed=seed, options=options)
+    if "expert_action" not in info:
+        raise ValueError("the env gives no info['expert_action']: make it with expert=True")
+    system_prompt, task_id = info["system_prompt"], info["task_id"]
+    observations, actions = [obs], []
+    while True:
+        action = info.get("expert_action") or ""
+        obs, _, terminated, truncated, info = env.step(action)
+        actions.append(action)
+        observations.append(obs)
+        if terminated or truncated:
+            break
+    return {
+        "task_id": task_id,
+        # the final observation answers the last action; nothing is trained on it
+        "messages": episode_to_messages(system_prompt, observations[:-1], actions),
+        "success": bool(info["success"]),
+        "episode_return": float(info["episode_return"]),
+        "episode_terms": info["episode_terms"],
+        "turns": len(actions),
+    }
+
+
+def expert_episodes(env_id: str, num_episodes: int, seed: int = 0, only_successful: bool = True,
+                    max_attempts_factor: int = 3, **env_kwargs) -> Iterator[dict[str, Any]]:
+    """Yield up to ``num_episodes`` expert episodes of ``env_id`` (seeds ``seed, seed+1, ...``).
+
+    With ``only_successful``, failed episodes are skipped and more seeds are tried, up to
+    ``max_attempts_factor * num_episodes`` in all.
+    """
+    env = gym.make(env_id, expert=True, **env_kwargs)
+    try:
+        kept = 0
+        for attempt in range(num_episodes * (max_attempts_factor if only_successful else 1)):
+            if kept >= num_episodes:
+                break
+            record = play_expert_episode(env, seed=seed + attempt)
+            if only_successful and not record["success"]:
+                continue
+            kept += 1
+            yield {"env_id": env_id, "seed": seed + attempt, **record}
+    finally:
+        env.close()
+
+
+def write_expert_jsonl(path: str | Path, env_id: str, num_episodes: int, **kwargs) -> dict[str, float]:
+    """Write expert episodes as JSONL (one ``{"messages": [...], ...}`` per line); returns counts."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n, turns = 0, 0
+    with path.open("w", encoding="utf-8") as f:
+        for record in expert_episodes(env_id, num_episodes, **kwargs):
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            n += 1
+            turns += record["turns"]
+    return {"episodes": n, "mean_turns": turns / max(n, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import agentgym  # noqa: F401  registers the envs
+
+    parser = argparse.ArgumentParser(prog="agentgym expert-data", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("env_id")
+    parser.add_argument("--episodes", type=int, default=100)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--split", default=None, help="env split (train by default)")
+    parser.add_argument("--keep-failed", action="store_true", help="keep episodes the expert failed")
+    args = parser.parse_args(argv)
+    env_kwargs = {"split": args.split} if args.split else {}
+    stats = write_expert_jsonl(args.out, args.env_id, args.episodes, seed=args.seed,
+                               only_successful=not args.keep_failed, **env_kwargs)
+    print(f"wrote {stats['episodes']} episodes ({stats['mean_turns']:.1f} turns on average) to {args.out}")
+    return 0
