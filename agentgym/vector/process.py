@@ -13,10 +13,8 @@ import atexit
 import multiprocessing as mp
 import os
 import signal
-import threading
 import time
 import weakref
-from multiprocessing.connection import wait as wait_any
 from typing import Any, Mapping, Sequence
 
 from agentgym.vector.backend import Backend
@@ -53,12 +51,11 @@ def kill_process_group(process: mp.process.BaseProcess) -> None:
 
 
 def default_start_method() -> str:
-    """``fork`` when this process runs a single Python thread (fast, and no ``__main__`` guard
-    needed, as with Gymnasium's AsyncVectorEnv), else ``spawn``: forking a multi-threaded process
-    (a trainer with a tokenizer pool, Ray, ...) can deadlock the child on a lock copied mid-use."""
-    if "fork" in mp.get_all_start_methods() and threading.active_count() == 1:
-        return "fork"
-    return "spawn"
+    """``fork`` where the platform has it, as Gymnasium's AsyncVectorEnv does on Linux: workers
+    start in milliseconds and scripts need no ``if __name__ == "__main__"`` guard. A program that
+    already runs threads (a tokenizer pool, Ray, a trainer's data loader) should pass
+    ``mp_context="spawn"``: a forked child can deadlock on a lock another thread held mid-fork."""
+    return "fork" if "fork" in mp.get_all_start_methods() else "spawn"
 
 
 class _Worker:
@@ -174,42 +171,29 @@ class ProcessBackend(Backend):
                 continue
             allowance = 0.0 if worker.ready else (self.startup_timeout or float("inf"))
             deadlines[w] = now + (timeout if timeout is not None else float("inf")) + allowance
-        pending = set(deadlines)
-        while pending:
-            remaining = min(deadlines[w] for w in pending) - time.monotonic()
-            if remaining <= 0:
-                for w in [w for w in pending if deadlines[w] <= time.monotonic()]:
-                    answers[w] = ("failed", f"no answer within the step timeout of {timeout}s")
-                    pending.discard(w)
-                continue
-            waitables = {}
-            for w in pending:
-                waitables[self.workers[w].conn] = w
-                waitables[self.workers[w].process.sentinel] = w
-            for ready in wait_any(list(waitables), None if remaining == float("inf") else remaining):
-                w = waitables[ready]
-                if w not in pending:
-                    continue
-                worker = self.workers[w]
+        # Answers are read worker by worker: the batch takes as long as its slowest worker anyway,
+        # and a plain poll per pipe is cheaper than a selector over all of them. A dead worker's
+        # pipe reads as end-of-file, so death shows up here as well as a hang does.
+        for w, deadline in deadlines.items():
+            worker = self.workers[w]
+            while w not in answers:
+                remaining = deadline - time.monotonic()
                 try:
-                    if not worker.conn.poll():
-                        if worker.process.is_alive():
-                            continue
-                        raise EOFError
+                    if not worker.conn.poll(None if remaining == float("inf") else max(0.0, remaining)):
+                        answers[w] = ("failed", f"no answer within the step timeout of {timeout}s")
+                        break
                     message = worker.conn.recv()
                 except (EOFError, OSError):
+                    worker.process.join(timeout=1)
                     answers[w] = ("failed", f"worker process died (exit code {worker.process.exitcode})")
-                    pending.discard(w)
-                    continue
+                    break
                 if message[0] in ("ready", "init_error"):
                     try:
                         self._take_ready(worker, message)
                     except BaseException as e:  # noqa: BLE001
                         answers[w] = ("failed", f"worker could not rebuild its envs: {e}")
-                        pending.discard(w)
                     continue
                 answers[w] = message
-                pending.discard(w)
         for w, answer in answers.items():
             if answer[0] == "failed":
                 self._restart(w)

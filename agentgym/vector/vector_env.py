@@ -29,6 +29,7 @@ from gymnasium.vector.utils import batch_space
 
 from agentgym.vector.backend import Backend, SyncBackend
 from agentgym.vector.host import DEFAULT_STICKY_CALLS, EnvFactory
+from agentgym.vector.infos import batch_infos
 
 BACKENDS = ("sync", "process", "ray")
 _SEED_SPACE = 2**31
@@ -203,11 +204,11 @@ class AgentVectorEnv(VectorEnv):
             env_options = {**options, **(group_options[self.group_of(i)] if group_options else {})}
             self._last_options[i] = {k: v for k, v in env_options.items() if k not in _ONE_EPISODE_OPTIONS}
             jobs[i] = ("reset", self._episode_seed(i), env_options)
-        infos: dict[str, Any] = {}
+        items = []
         for i, (obs, info) in sorted(self._run_resets(jobs).items()):
             self._begin_episode(i, obs, info)
-            infos = self._add_info(infos, info, i)
-        return tuple(self._obs), infos
+            items.append((i, info))
+        return tuple(self._obs), batch_infos(items, self.num_envs)
 
     def _check_mask(self, mask) -> np.ndarray:
         if mask is None:
@@ -265,7 +266,7 @@ class AgentVectorEnv(VectorEnv):
         results = self.backend.run(jobs, timeout) if jobs else {}
 
         rewards = np.zeros(self.num_envs, dtype=np.float64)
-        infos: dict[str, Any] = {}
+        items: list[tuple[int, dict]] = []
         failed_resets = {i: jobs[i] for i, r in results.items() if jobs[i][0] == "reset" and r[0] == "fault"}
         if failed_resets:
             results.update({i: ("ok", *pair) for i, pair in self._run_resets(failed_resets).items()})
@@ -274,7 +275,7 @@ class AgentVectorEnv(VectorEnv):
             result = results[i]
             if jobs[i][0] == "reset":
                 self._begin_episode(i, result[1], result[2])
-                infos = self._add_info(infos, result[2], i)
+                items.append((i, result[2]))
                 continue
             if result[0] == "ok":
                 _, obs, reward, terminated, truncated, info = result
@@ -286,7 +287,9 @@ class AgentVectorEnv(VectorEnv):
             self._terminated[i], self._truncated[i] = terminated, truncated
             if terminated or truncated:
                 finished.append(i)
-            infos = self._add_info(infos, info, i)
+                if self.autoreset_mode == AutoresetMode.SAME_STEP:
+                    continue  # its info goes under final_info, next to the reset info
+            items.append((i, info))
         terminated_out, truncated_out = self._terminated.copy(), self._truncated.copy()
 
         if self.autoreset_mode == AutoresetMode.SAME_STEP and finished:
@@ -294,11 +297,11 @@ class AgentVectorEnv(VectorEnv):
             resets = self._run_resets({i: ("reset", self._episode_seed(i), dict(self._last_options[i]))
                                        for i in finished})
             for i in finished:
-                infos = self._add_info(infos, {"final_obs": final[i][0], "final_info": final[i][1]}, i)
+                items.append((i, {"final_obs": final[i][0], "final_info": final[i][1]}))
                 obs, info = resets[i]
                 self._begin_episode(i, obs, info)
-                infos = self._add_info(infos, info, i)
-        return tuple(self._obs), rewards, terminated_out, truncated_out, infos
+                items.append((i, info))
+        return tuple(self._obs), rewards, terminated_out, truncated_out, batch_infos(items, self.num_envs)
 
     def _info_of(self, result: tuple, i: int) -> dict:
         return result[5] if result[0] == "ok" else self._fault_info(i, result[1])

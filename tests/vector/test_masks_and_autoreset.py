@@ -85,6 +85,8 @@ def test_same_step_autoreset_returns_the_new_observation_and_final_info():
     assert infos["_final_obs"].tolist() == [True, True, False, False]
     assert infos["final_obs"][0].startswith("Count: 2.")
     assert infos["final_info"]["success"][0]
+    assert "success" not in infos  # the step info lives under final_info only
+    assert infos["_instruction"].tolist() == [True, True, False, False]
     assert not vec.done.any()
     vec.close()
 

@@ -1,0 +1,285 @@
+"""Env steps per second of the vector backends, next to Gymnasium's AsyncVectorEnv and a plain loop.
+
+For each env (ToolQA-v0, ALFWorld-v0, ScienceWorld-v0) and each batch size (1, 2, 4, 8) it runs:
+
+- ``sequential``: the envs made with ``gym.make`` in this process, stepped one after another;
+- ``sync``, ``process``, ``ray``: ``agentgym.make_vec`` with that backend;
+- ``gym_async``: ``gymnasium.vector.AsyncVectorEnv(shared_memory=False)``.
+
+Every mode plays the same cheap but realistic policy: the env's expert action where the expert is
+cheap (ToolQA's oracle tool plan, ScienceWorld's gold path), else a random admissible action
+(ALFWorld; its planner expert costs seconds a step). Finished envs are reset on the next step
+(Gymnasium's NEXT_STEP autoreset) so every env keeps working; a step counts when an env really
+stepped, and reset time counts against the mode that paid it. All modes of one (env, size) are
+alive together and measured in interleaved rounds, so that load from other programs on a shared
+machine falls on every mode alike. Envs that are not installed or not in
+the tree yet are skipped. Results: ``<out>/vector_throughput.json`` and ``.png``.
+
+    python benchmarks/vector_throughput.py                      # everything, ~30 min on 2 cores
+    python benchmarks/vector_throughput.py --envs ToolQA-v0 --sizes 1 4 --seconds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+import agentgym
+from agentgym.vector import AutoresetMode
+
+ENVS = ("ToolQA-v0", "ALFWorld-v0", "ScienceWorld-v0")
+MODES = ("sequential", "sync", "process", "ray", "gym_async")
+# How each env picks its actions: "expert" reads info["expert_action"], "admissible" draws from
+# info["admissible_actions"].
+POLICY = {"ToolQA-v0": "expert", "ALFWorld-v0": "admissible", "ScienceWorld-v0": "expert"}
+FALLBACK_ACTION = {"ToolQA-v0": "<answer>unknown</answer>", "ALFWorld-v0": "look",
+                   "ScienceWorld-v0": "look around"}
+
+
+def env_kwargs(env_id: str) -> dict:
+    return {"expert": True} if POLICY.get(env_id) == "expert" else {}
+
+
+class Policy:
+    """Chooses each env's next action from the last info it produced."""
+
+    def __init__(self, env_id: str, num_envs: int, seed: int = 0):
+        self.mode = POLICY.get(env_id, "admissible")
+        self.fallback = FALLBACK_ACTION.get(env_id, "look")
+        self.rng = np.random.default_rng(seed)
+        self.last: list[dict] = [{} for _ in range(num_envs)]
+
+    def observe(self, i: int, info: dict) -> None:
+        self.last[i] = info
+
+    def observe_batch(self, infos: dict, num_envs: int) -> None:
+        for key in ("expert_action", "admissible_actions"):
+            if key in infos:
+                for i in np.flatnonzero(infos[f"_{key}"]):
+                    self.last[i] = {**self.last[i], key: infos[key][i]}
+
+    def act(self, i: int) -> str:
+        info = self.last[i]
+        if self.mode == "expert" and info.get("expert_action"):
+            return info["expert_action"]
+        actions = info.get("admissible_actions")
+        if actions:
+            return str(actions[int(self.rng.integers(len(actions)))])
+        return self.fallback
+
+
+def available(env_id: str) -> str | None:
+    """None if the env can be made here, else why not."""
+    try:
+        env = gym.make(env_id, **env_kwargs(env_id))
+        env.close()
+        return None
+    except (ImportError, gym.error.Error, OSError) as e:
+        return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+class SequentialRunner:
+    """The baseline: ``n`` envs in this process, stepped one after another, reset when done."""
+
+    def __init__(self, env_id: str, n: int):
+        self.envs = [gym.make(env_id, disable_env_checker=True, **env_kwargs(env_id)) for _ in range(n)]
+        self.policy = Policy(env_id, n)
+        self.done = [False] * n
+        for i, env in enumerate(self.envs):
+            self.policy.observe(i, env.reset(seed=i)[1])
+
+    def batch_step(self) -> int:
+        steps = 0
+        for i, env in enumerate(self.envs):
+            if self.done[i]:
+                _, info = env.reset()
+                self.done[i] = False
+            else:
+                _, _, term, trunc, info = env.step(self.policy.act(i))
+                self.done[i] = term or trunc
+                steps += 1
+            self.policy.observe(i, info)
+        return steps
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+class VectorRunner:
+    """A vector env (ours or Gymnasium's) with NEXT_STEP autoreset."""
+
+    def __init__(self, env_id: str, n: int, mode: str):
+        self.vec = make_vector(env_id, n, mode)
+        self.n = n
+        self.policy = Policy(env_id, n)
+        _, infos = self.vec.reset(seed=0)
+        self.policy.observe_batch(infos, n)
+        self.ended = np.zeros(n, dtype=bool)
+        self.errors = 0
+
+    def batch_step(self) -> int:
+        _, _, term, trunc, infos = self.vec.step([self.policy.act(i) for i in range(self.n)])
+        steps = int((~self.ended).sum())  # envs that ended last step were reset now, not stepped
+        self.ended = term | trunc
+        self.errors += int(np.sum(infos.get("_error", np.zeros(self.n, bool))))
+        self.policy.observe_batch(infos, self.n)
+        return steps
+
+    def close(self) -> None:
+        self.vec.close()
+
+
+def make_vector(env_id: str, n: int, mode: str):
+    kwargs = env_kwargs(env_id)
+    if mode == "gym_async":
+        return gym.vector.AsyncVectorEnv(
+            [lambda: gym.make(env_id, disable_env_checker=True, **kwargs)] * n, shared_memory=False)
+    return agentgym.make_vec(env_id, n, backend=mode, autoreset_mode=AutoresetMode.NEXT_STEP, **kwargs)
+
+
+def measure(runner, seconds: float, warmup: int) -> tuple[int, float]:
+    for _ in range(warmup):
+        runner.batch_step()
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        steps += runner.batch_step()
+    return steps, time.perf_counter() - start
+
+
+def bench_config(env_id: str, n: int, modes, seconds: float, warmup: int, rounds: int) -> list[dict]:
+    """All modes for one (env, n), measured in interleaved rounds so that load from other programs
+    on a shared machine falls on every mode alike."""
+    rows, runners = {}, {}
+    for mode in modes:
+        rows[mode] = {"env": env_id, "num_envs": n, "mode": mode, "policy": POLICY.get(env_id, "admissible"),
+                      "steps": 0, "seconds": 0.0}
+        t0 = time.perf_counter()
+        try:
+            runners[mode] = SequentialRunner(env_id, n) if mode == "sequential" else VectorRunner(env_id, n, mode)
+            rows[mode]["setup_s"] = time.perf_counter() - t0
+        except Exception as e:  # noqa: BLE001  a mode that fails is reported, not fatal
+            rows[mode]["error"] = f"{type(e).__name__}: {e}"
+    try:
+        for _ in range(rounds):
+            for mode, runner in runners.items():
+                try:
+                    steps, elapsed = measure(runner, seconds / rounds, warmup)
+                    rows[mode]["steps"] += steps
+                    rows[mode]["seconds"] += elapsed
+                except Exception as e:  # noqa: BLE001
+                    rows[mode]["error"] = f"{type(e).__name__}: {e}"
+            runners = {m: r for m, r in runners.items() if "error" not in rows[m]}
+    finally:
+        for runner in runners.values():
+            runner.close()
+    for mode, row in rows.items():
+        if "error" not in row and row["seconds"] > 0:
+            row["steps_per_s"] = row["steps"] / row["seconds"]
+            row["fault_errors"] = getattr(runners.get(mode), "errors", 0)
+    return list(rows.values())
+
+
+def plot(results: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    env_ids = sorted({r["env"] for r in results}, key=lambda e: ENVS.index(e) if e in ENVS else 99)
+    fig, axes = plt.subplots(1, max(1, len(env_ids)), figsize=(5 * max(1, len(env_ids)), 4), squeeze=False)
+    for ax, env_id in zip(axes[0], env_ids):
+        for mode in MODES:
+            rows = sorted((r for r in results if r["env"] == env_id and r["mode"] == mode and "steps_per_s" in r),
+                          key=lambda r: r["num_envs"])
+            if rows:
+                ax.plot([r["num_envs"] for r in rows], [r["steps_per_s"] for r in rows], marker="o", label=mode)
+        ax.set_title(env_id)
+        ax.set_xlabel("envs")
+        ax.set_ylabel("env steps / s")
+        ax.set_xscale("log", base=2)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"agentgym vector throughput ({os.cpu_count()} CPUs)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def table(results: list[dict]) -> str:
+    lines = []
+    for env_id in dict.fromkeys(r["env"] for r in results):
+        sizes = sorted({r["num_envs"] for r in results if r["env"] == env_id})
+        lines.append(f"\n{env_id} (env steps/s; x = speed-up over sequential)")
+        lines.append(f"{'mode':<11}" + "".join(f"{n:>16}" for n in sizes))
+        for mode in MODES:
+            cells = []
+            for n in sizes:
+                row = next((r for r in results if r["env"] == env_id and r["mode"] == mode and r["num_envs"] == n), None)
+                base = next((r for r in results if r["env"] == env_id and r["mode"] == "sequential"
+                             and r["num_envs"] == n and "steps_per_s" in r), None)
+                if row is None or "steps_per_s" not in row:
+                    cells.append(f"{'-':>16}")
+                else:
+                    x = f" ({row['steps_per_s'] / base['steps_per_s']:.2f}x)" if base else ""
+                    cells.append(f"{row['steps_per_s']:>9.1f}{x:>7}")
+            lines.append(f"{mode:<11}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--envs", nargs="+", default=list(ENVS))
+    parser.add_argument("--sizes", nargs="+", type=int, default=[1, 2, 4, 8])
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--seconds", type=float, default=8.0, help="measured time per configuration")
+    parser.add_argument("--warmup", type=int, default=2, help="batch steps before each round's clock starts")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per configuration")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    if "ray" in args.modes:
+        try:
+            import ray
+
+            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+        except ImportError:
+            print("ray is not installed: skipping the ray backend")
+            args.modes = [m for m in args.modes if m != "ray"]
+
+    results: list[dict] = []
+    skipped: dict[str, str] = {}
+    for env_id in args.envs:
+        why = available(env_id)
+        if why:
+            print(f"skip {env_id}: {why}")
+            skipped[env_id] = why
+            continue
+        for n in args.sizes:
+            for row in bench_config(env_id, n, args.modes, args.seconds, args.warmup, args.rounds):
+                results.append(row)
+                if "steps_per_s" in row:
+                    print(f"{env_id:<16} n={n} {row['mode']:<10} {row['steps_per_s']:8.1f} steps/s "
+                          f"(setup {row['setup_s']:.1f}s)", flush=True)
+                else:
+                    print(f"{env_id:<16} n={n} {row['mode']:<10} FAILED {row.get('error')}", flush=True)
+    report = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                          "python": platform.python_version()},
+              "settings": {"seconds": args.seconds, "warmup": args.warmup, "rounds": args.rounds},
+              "skipped": skipped, "results": results}
+    (args.out / "vector_throughput.json").write_text(json.dumps(report, indent=2))
+    if results:
+        plot(results, args.out / "vector_throughput.png")
+    print(table(results))
+    print(f"\nwrote {args.out / 'vector_throughput.json'} and .png")
+
+
+if __name__ == "__main__":
+    main()
