@@ -113,9 +113,10 @@ class VecEnvBatch(EnvBatch):
         self.num_groups, self.group_size = int(num_groups), int(group_size)
 
     def reset_groups(self, seeds, options=None):
-        # make_vec gives env i the seed seeds[i // group_size] when seeds are passed per group
-        obs, infos = self.vec.reset(seed=[int(s) for s in seeds for _ in range(self.group_size)],
-                                    options=dict(options or {}))
+        if len(seeds) != self.num_groups:
+            raise ValueError(f"need {self.num_groups} seeds, got {len(seeds)}")
+        # one seed per group: every env of group g starts the task seeds[g] picks
+        obs, infos = self.vec.reset(seed=[int(s) for s in seeds], options=dict(options or {}))
         per_env = _unbatch_info(infos, self.num_envs)
         return [(str(obs[i]), per_env[i]) for i in range(self.num_envs)]
 
@@ -127,10 +128,7 @@ class VecEnvBatch(EnvBatch):
                 for i in actions}
 
     def set_prs_stage(self, stage):
-        if hasattr(self.vec, "set_prs_stage"):
-            self.vec.set_prs_stage(stage)
-        else:
-            self.vec.call("set_prs_stage", stage)
+        self.vec.call("set_prs_stage", stage)
 
     def close(self):
         self.vec.close()

@@ -1,0 +1,87 @@
+"""Small setup helpers the trainer scripts share: device, seeding, task seeds, envs, models."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import numpy as np
+
+from agentgym.train.envs import EnvBatch, ListEnvBatch, VecEnvBatch
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for, but CUDA is not available here")
+    return device
+
+
+def seed_everything(seed: int) -> None:
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def task_seed(run_seed: int, position: int) -> int:
+    """The env seed of the ``position``-th task of a run's data stream (deterministic, resumable)."""
+    return int(np.random.SeedSequence([int(run_seed), int(position)]).generate_state(1)[0])
+
+
+def parse_env_kwargs(text: str | dict | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    if isinstance(text, dict):
+        return dict(text)
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"env kwargs must be a JSON object, got {text!r}: {e}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"env kwargs must be a JSON object, got {text!r}")
+    return value
+
+
+def make_env_batch(env_id: str, num_groups: int, group_size: int, backend: str = "sync",
+                   env_kwargs: dict[str, Any] | None = None) -> EnvBatch:
+    """``num_groups`` groups of ``group_size`` envs: ``agentgym.make_vec`` for the sync, process
+    and Ray backends, or ``"list"`` for plain envs in this process."""
+    if backend == "list":
+        return ListEnvBatch(env_id, num_groups, group_size, env_kwargs)
+    from agentgym.vector import make_vec
+
+    vec = make_vec(env_id, num_envs=num_groups * group_size, group_size=group_size, backend=backend,
+                   **(env_kwargs or {}))
+    return VecEnvBatch(vec, num_groups, group_size)
+
+
+def load_model(path: str, device: str, gradient_checkpointing: bool = False, trainable: bool = True):
+    """A causal LM in float32 (bf16 comes from autocast, so optimizer state stays exact)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(device)
+    if gradient_checkpointing and trainable:
+        model.gradient_checkpointing_enable()
+        model.config.use_cache = False
+    if not trainable:
+        model.eval()
+        model.requires_grad_(False)
+    return model
+
+
+def load_tokenizer(path: str):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return tok

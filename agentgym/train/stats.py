@@ -1,0 +1,48 @@
+"""Per-step episode statistics, under the metric names docs/trainers.md lists."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from agentgym.train.rollout import Episode
+
+
+def episode_metrics(episodes: Sequence[Episode], advantages: Sequence[float] | None = None) -> dict[str, float]:
+    """Reward, success, PRS terms, validity and length statistics of one batch of episodes."""
+    if not episodes:
+        return {}
+    returns = np.array([ep.ret for ep in episodes], dtype=np.float64)
+    out = {
+        "reward/mean": float(returns.mean()),
+        "reward/std": float(returns.std()),
+        "reward/max": float(returns.max()),
+        "reward/min": float(returns.min()),
+        "success/mean": float(np.mean([ep.success for ep in episodes])),
+        "episode/turns": float(np.mean([len(ep.turns) for ep in episodes])),
+        "episode/generated_tokens": float(np.mean([ep.num_generated_tokens for ep in episodes])),
+        "episode/truncated": float(np.mean([ep.truncated for ep in episodes])),
+        "episode/cut_by_length": float(np.mean([ep.cut_by_length for ep in episodes])),
+    }
+    steps = [info for ep in episodes for info in ep.step_infos]
+    if steps:
+        out["action/valid_rate"] = float(np.mean([bool(i.get("action_valid", False)) for i in steps]))
+        out["action/parse_error_rate"] = float(np.mean([i.get("parse_error") is not None for i in steps]))
+    finished = [ep for ep in episodes if ep.episode_terms]
+    names = sorted({k for ep in finished for k in ep.episode_terms})
+    for name in names:
+        out[f"terms/{name}"] = float(np.mean([ep.episode_terms.get(name, 0.0) for ep in finished]))
+    stopped = [t.completion.finish_reason == "stop" for ep in episodes for t in ep.turns]
+    if stopped:
+        out["completion/stop_rate"] = float(np.mean(stopped))
+    # pass rate of the format gate (the first PRS stage), for threshold schedules
+    out["prs/pass_rate"] = float(np.mean([ep.episode_terms.get("format", 0.0) >= 1.0 - 1e-9 for ep in episodes]))
+    if advantages is not None:
+        adv = np.asarray(advantages, dtype=np.float64)
+        groups: dict = {}
+        for ep, a in zip(episodes, adv):
+            groups.setdefault((ep.group_key, ep.group), []).append(a)
+        out["advantage/abs_mean"] = float(np.abs(adv).mean())
+        out["groups/zero_advantage_frac"] = float(np.mean([np.all(np.abs(g) < 1e-9) for g in groups.values()]))
+    return out
