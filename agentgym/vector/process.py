@@ -174,6 +174,21 @@ class ProcessBackend(Backend):
         # Answers are read worker by worker: the batch takes as long as its slowest worker anyway,
         # and a plain poll per pipe is cheaper than a selector over all of them. A dead worker's
         # pipe reads as end-of-file, so death shows up here as well as a hang does.
+        try:
+            self._collect(deadlines, answers, timeout)
+        except BaseException:
+            # Interrupted (Ctrl-C) with answers still in flight: those workers' pipes are out of
+            # step with us, so they are replaced rather than read later.
+            for w in set(deadlines) | set(answers):
+                if w not in answers or answers[w][0] == "failed":
+                    self._restart(w)
+            raise
+        for w, answer in answers.items():
+            if answer[0] == "failed":
+                self._restart(w)
+        return answers
+
+    def _collect(self, deadlines: dict[int, float], answers: dict[int, tuple], timeout: float | None) -> None:
         for w, deadline in deadlines.items():
             worker = self.workers[w]
             while w not in answers:
@@ -194,10 +209,6 @@ class ProcessBackend(Backend):
                         answers[w] = ("failed", f"worker could not rebuild its envs: {e}")
                     continue
                 answers[w] = message
-        for w, answer in answers.items():
-            if answer[0] == "failed":
-                self._restart(w)
-        return answers
 
     def _broadcast(self, message: tuple) -> dict[int, Any]:
         """Send one command to every worker; raise what a worker raised or why it failed."""

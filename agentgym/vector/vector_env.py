@@ -263,7 +263,13 @@ class AgentVectorEnv(VectorEnv):
         timeout = self.step_timeout
         if has_resets and self.startup_timeout is not None and timeout is not None:
             timeout = max(timeout, self.startup_timeout)
-        results = self.backend.run(jobs, timeout) if jobs else {}
+        try:
+            results = self.backend.run(jobs, timeout) if jobs else {}
+        except BaseException:
+            # Interrupted mid-batch: the envs involved are in an unknown state; they wait for reset.
+            for i in jobs:
+                self._truncated[i] = True
+            raise
 
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         items: list[tuple[int, dict]] = []

@@ -160,3 +160,39 @@ def test_a_parent_killed_outright_takes_its_workers_and_engines_with_it():
     proc.kill()
     proc.wait()
     assert _gone(tree, within=10)
+
+
+def test_a_worker_that_died_between_episodes_is_replaced_at_reset(fixture_id):
+    vec = make_vec(fixture_id, 2, group_size=2, backend="process")
+    vec.reset(seed=0, options={"task_id": "count-2"})
+    vec.step(["inc", "inc"])
+    vec.step(["inc", "inc"])
+    assert vec.done.all()
+    os.kill(vec.worker_pids()[0], signal.SIGKILL)
+    time.sleep(0.2)
+    obs, infos = vec.reset(seed=0)
+    assert obs[0] == obs[1] and vec.restarts == 1
+    vec.close()
+
+
+def test_ctrl_c_during_a_step_leaves_the_vector_env_usable(fixture_id):
+    vec = make_vec(fixture_id, 2, backend="process")
+    vec.reset(seed=0)
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        with pytest.raises(KeyboardInterrupt):
+            vec.step(["!slow", "!slow"])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert vec.done.all()  # the interrupted episodes wait for a reset
+    obs, _ = vec.reset(seed=0)
+    assert all(o.startswith("Count to") for o in obs)
+    obs, _, _, truncated, _ = vec.step(["inc", "inc"])
+    assert all(o.startswith("Count: 1.") for o in obs) and not truncated.any()
+    vec.close()
