@@ -50,3 +50,18 @@ def test_ray_backend_matches_sync_and_survives_a_killed_and_a_hung_actor(local_r
     assert victim not in vec.worker_pids() and vec.restarts == 2
     assert all("Stage: 1." in o for o in obs)
     vec.close()
+
+
+def test_ray_backend_gives_the_same_toolqa_observations_as_sync(local_ray):
+    pytest.importorskip("agentgym.envs.toolqa.env")
+
+    def rollout(vec):
+        obs, infos = vec.reset(seed=3)
+        out = [obs]
+        obs, rewards, terminated, _, _ = vec.step(list(infos.get("expert_action", ["<answer>x</answer>"] * 4)))
+        out.append((obs, rewards.tolist(), terminated.tolist()))
+        vec.close()
+        return out
+
+    expected = rollout(make_vec("ToolQA-v0", 4, group_size=2, expert=True))
+    assert rollout(make_vec("ToolQA-v0", 4, group_size=2, backend="ray", expert=True)) == expected
