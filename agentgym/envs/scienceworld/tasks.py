@@ -1,5 +1,10 @@
-"""The 30 ScienceWorld tasks (names as the engine knows them), kept as data so registering their
-env ids needs no Java and no ``scienceworld`` import."""
+"""The 30 ScienceWorld tasks (names as the engine knows them) and their variation splits, kept as
+data so registering env ids and drawing a variation need no Java and no ``scienceworld`` import.
+
+The engine numbers each task's variations 0..N-1 and splits them into contiguous blocks: train
+first (about half), then dev, then test. ``SPLIT_SIZES`` records the block sizes as the engine
+(scienceworld 1.2.3) reports them; ``tests/envs/test_scienceworld_engine.py`` checks them against
+the engine's own ``getVariationsTrain/Dev/Test``."""
 
 TASKS: tuple[tuple[str, str, str], ...] = (
     # (engine task name, task number, title)
@@ -41,3 +46,69 @@ TASK_NAMES: tuple[str, ...] = tuple(name for name, _, _ in TASKS)
 def task_env_id(name: str) -> str:
     """The registered id of one task's env, e.g. ``boil`` -> ``ScienceWorld-Boil-v0``."""
     return "ScienceWorld-" + "".join(part.capitalize() for part in name.split("-")) + "-v0"
+
+
+# task -> (train, dev, test) variation counts; 7207 variations in all.
+SPLIT_SIZES: dict[str, tuple[int, int, int]] = {
+    'boil': (14, 7, 9),
+    'melt': (14, 7, 9),
+    'freeze': (14, 7, 9),
+    'change-the-state-of-matter-of': (14, 7, 9),
+    'use-thermometer': (270, 135, 135),
+    'measure-melting-point-known-substance': (218, 109, 109),
+    'measure-melting-point-unknown-substance': (150, 75, 75),
+    'power-component': (10, 5, 5),
+    'power-component-renewable-vs-nonrenewable-energy': (10, 5, 5),
+    'test-conductivity': (450, 225, 225),
+    'test-conductivity-of-unknown-substances': (300, 150, 150),
+    'find-living-thing': (150, 75, 75),
+    'find-non-living-thing': (150, 75, 75),
+    'find-plant': (150, 75, 75),
+    'find-animal': (150, 75, 75),
+    'grow-plant': (62, 31, 33),
+    'grow-fruit': (62, 31, 33),
+    'chemistry-mix': (16, 8, 8),
+    'chemistry-mix-paint-secondary-color': (18, 9, 9),
+    'chemistry-mix-paint-tertiary-color': (18, 9, 9),
+    'lifespan-longest-lived': (62, 31, 32),
+    'lifespan-shortest-lived': (62, 31, 32),
+    'lifespan-longest-lived-then-shortest-lived': (62, 31, 32),
+    'identify-life-stages-1': (6, 3, 5),
+    'identify-life-stages-2': (4, 2, 4),
+    'inclined-plane-determine-angle': (84, 42, 42),
+    'inclined-plane-friction-named-surfaces': (692, 346, 348),
+    'inclined-plane-friction-unnamed-surfaces': (80, 40, 42),
+    'mendelian-genetics-known-plant': (60, 30, 30),
+    'mendelian-genetics-unknown-plant': (240, 120, 120),
+}
+
+SPLITS: tuple[str, ...] = ("train", "dev", "test")
+SPLIT_ALIASES: dict[str, str] = {"valid": "dev", "validation": "dev", "val": "dev", "eval": "dev"}
+
+
+def canonical_split(split: str) -> str:
+    """``train``/``dev``/``test``; ``valid`` (and ``validation``, ``val``) mean ``dev``."""
+    name = SPLIT_ALIASES.get(str(split).lower(), str(split).lower())
+    if name not in SPLITS:
+        raise ValueError(f"unknown ScienceWorld split {split!r}; expected one of {SPLITS} or 'valid'")
+    return name
+
+
+def canonical_task(name: str) -> str:
+    """An engine task name from its name, its number (``1-1``) or its env id suffix (``Boil``)."""
+    key = str(name).strip()
+    for task, number, _ in TASKS:
+        if key.lower() in (task, number, task.replace("-", "")) or key == task_env_id(task)[len("ScienceWorld-"):-3]:
+            return task
+    raise ValueError(f"unknown ScienceWorld task {name!r}; expected one of {list(TASK_NAMES)}")
+
+
+def num_variations(task: str) -> int:
+    return sum(SPLIT_SIZES[task])
+
+
+def split_variations(task: str, split: str) -> range:
+    """The variation indices of ``task`` in ``split``, e.g. ``split_variations('boil', 'dev') == range(14, 21)``."""
+    train, dev, test = SPLIT_SIZES[task]
+    start = {"train": 0, "dev": train, "test": train + dev}[canonical_split(split)]
+    return range(start, start + SPLIT_SIZES[task][SPLITS.index(canonical_split(split))])

@@ -1,0 +1,301 @@
+"""ScienceWorld-v0: the 30 ScienceWorld science tasks on the real engine, one JVM per env."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+from agentgym.envs.base import AgentEnv, EngineError, Transition
+from agentgym.envs.parsing import ParsedAction, parse_embodied_action
+from agentgym.envs.scienceworld.engine import EngineFailure, ScienceWorldEngine, _import_scienceworld, find_java
+from agentgym.envs.scienceworld.tasks import (TASK_NAMES, canonical_split, canonical_task, num_variations,
+                                              split_variations)
+from agentgym.rewards.prs import EMBODIED_PRS
+
+# The engine's answers to input it could not turn into an action. Everything else, including an
+# action that failed in the world ("The door is not open.") or an ambiguity prompt, was understood.
+INVALID_RESPONSES = ("No known action matches that input.", "Unknown action.")
+AMBIGUOUS_PREFIX = "Ambiguous request"
+_CHOICE = re.compile(r"^(\d+):", re.MULTILINE)
+SIMPLIFICATIONS = ("easy", "teleportAction", "selfWateringFlowerPots", "openContainers", "openDoors",
+                   "noElectricalAction")
+
+# Makes every object's identity hash the same, so the engine's hash sets iterate in insertion
+# order: without it the order objects are listed in ("a seed jar (containing X, Y)") and the
+# gold path (which flower pot) change from one load to the next. Costs no measurable step time.
+DETERMINISTIC_JAVA_OPTIONS = ("-XX:+UnlockExperimentalVMOptions", "-XX:hashCode=2")
+
+SYSTEM_PROMPT = """You are an agent in ScienceWorld, a text-based simulation of a house with a kitchen, a workshop, a greenhouse, an outside area and more, where you carry out elementary-school science tasks (boiling, measuring, building circuits, growing plants, mixing paints, genetics...).
+
+Each turn, reply with exactly one command, either as <action>COMMAND</action> or as a single bare line. You may think first inside <think>...</think>.
+
+Commands (OBJ and LOC are things and places you can see):
+  look around | look at OBJ | look in OBJ | inventory | task (repeat the task)
+  go to LOC | teleport to LOC | open OBJ | close OBJ
+  pick up OBJ | put down OBJ | move OBJ to OBJ | pour OBJ in OBJ | dunk OBJ in OBJ | mix OBJ
+  activate OBJ | deactivate OBJ | use OBJ | use OBJ on OBJ
+  connect OBJ to OBJ | disconnect OBJ
+  read OBJ | eat OBJ | flush OBJ | wait | wait1
+  focus on OBJ  (marks the object the task is about; focusing on the wrong object fails the task)
+When the game answers "Ambiguous request" with a numbered list, reply with the number of the action you meant.
+Example: <action>open door to kitchen</action>"""
+
+
+class ScienceWorldEnv(AgentEnv):
+    """ScienceWorld's 30 science tasks, played through the real ``scienceworld`` engine.
+
+    ## Description
+
+    ScienceWorld (Wang et al., 2022) is a text world of a house, its garden and a greenhouse with
+    working thermodynamics, electricity, chemistry, biology and genetics. Its 30 tasks (boil water,
+    find a living thing, build a circuit, mix a tertiary colour, determine which pea trait is
+    dominant...) each have many variations (7207 in all) split by the engine into train, dev and
+    test blocks. ``reset`` draws a task (unless ``task`` is fixed) and a variation of the chosen
+    split with ``self.np_random``, loads it into the env's own JVM and returns the task and a look
+    around the start room. With ``simplifications="easy"`` (the default) doors and containers start
+    open, teleporting is allowed, flower pots water themselves and electrical actions are kept.
+
+    ## Observation
+
+    A ``str``: at reset the task description and the first room; after a step the engine's answer
+    (or, for output that did not parse, what was wrong with it).
+
+    ## Action
+
+    A ``str``: one command in ``<action>...</action>`` or a bare single line (optionally after
+    ``<think>...</think>``), e.g. ``<action>go to kitchen</action>``. Any string is accepted; bad
+    output costs the ``format`` term and the turn.
+
+    ## Rewards
+
+    Progressive reward shaping (SPEC §4.1) over four terms in [0, 1]:
+    ``format`` (the turn parsed into one command), ``valid`` (the engine understood the command:
+    it did not answer "No known action matches that input." or "Unknown action."),
+    ``progress`` (the engine's score / 100, clipped to [0, 1]) and ``success`` (the task was
+    completed). Each step pays the change of the PRS return, so an episode's rewards sum to
+    ``0.1 * format + gate(format == 1) * (0.1 * valid + 0.3 * progress + 0.5 * success)``.
+    ``reward_mode="binary"`` pays 1 on success at the end and 0 otherwise.
+
+    ## Episode End
+
+    Terminated when the engine marks the task completed (success) or its score turns negative
+    (the task failed, e.g. focusing on the wrong object; success is False). Truncated after
+    ``max_turns`` turns, or when the JVM dies mid-episode (``info["error"]`` says why; the next
+    ``reset`` starts a fresh JVM).
+
+    ## Arguments
+
+    - ``task``: an engine task name (``"boil"``), a task number (``"1-1"``), a list of them, or
+      None for all 30 (the task is then drawn by seed, uniformly).
+    - ``split``: ``"train"``, ``"dev"`` (alias ``"valid"``) or ``"test"``.
+    - ``simplifications``: the engine's simplification string, ``"easy"`` or e.g.
+      ``"teleportAction,openDoors"``; ``""`` for none.
+    - ``max_turns``: turn limit (default 100; a few gold paths are longer, up to ~180 steps).
+    - ``expert``: put ``info["expert_action"]``, the next step of the engine's gold path, in every
+      info. The expert follows the gold path while the agent does: it advances when the agent
+      sends the expert's action, stays put when the agent's command was not understood (the world
+      did not change), and gives ``None`` for the rest of the episode once the agent sends any
+      other understood command, because the gold path no longer applies to the changed world.
+    - ``admissible_actions``: put the engine's valid actions in ``info["admissible_actions"]``
+      (default True). It is most of a step's cost; set False when the agent does not use them.
+      After an "Ambiguous request" it lists the choice numbers the engine is waiting for.
+    - ``deterministic``: run the JVM with identity hashes fixed (``-XX:hashCode=2``) so that
+      the same seed gives the same observations and gold path (default True).
+    - ``java_options``: JVM options (default ``engine.DEFAULT_JAVA_OPTIONS``: ``-Xmx512m
+      -XX:+UseSerialGC`` and friends); ``java_path``: the java executable.
+    - ``engine_timeout``: seconds one engine call may take before the episode is truncated.
+    - ``reward_mode``, ``prs_weights``, ``tau_fmt``, ``prs_stage``, ``render_mode``: see
+      :class:`agentgym.envs.base.AgentEnv`.
+
+    ``reset(options=...)`` accepts ``task_id`` (``"boil"`` or ``"boil/12"``, task/variation),
+    ``variation`` (an explicit index, any split), ``split`` and ``prs_stage``.
+
+    ## Version History
+
+    - v0: first version, on scienceworld 1.2.
+    """
+
+    prs_base = EMBODIED_PRS
+    format_hint = "Reply with one command, e.g. <action>look around</action>."
+
+    def __init__(self, task: str | Sequence[str] | None = None, split: str = "train",
+                 simplifications: str = "easy", max_turns: int = 100, expert: bool = False,
+                 admissible_actions: bool = True, deterministic: bool = True,
+                 java_options: Sequence[str] | None = None, java_path: str | None = None,
+                 engine_timeout: float | None = 120.0, **kwargs: Any):
+        _import_scienceworld()  # DependencyNotInstalled now, not at the first reset
+        self._java = find_java(java_path)
+        super().__init__(max_turns=max_turns, expert=expert, **kwargs)
+        if task is None:
+            self.tasks = TASK_NAMES
+        elif isinstance(task, str):
+            self.tasks = (canonical_task(task),)
+        else:
+            self.tasks = tuple(canonical_task(t) for t in task)
+            if not self.tasks:
+                raise ValueError("task must be a task name, a non-empty list of them, or None")
+        self.split = canonical_split(split)
+        self.simplifications = _check_simplifications(str(simplifications), self.tasks)
+        self.admissible = bool(admissible_actions)
+        self.deterministic = bool(deterministic)
+        self.java_options = list(java_options) if java_options is not None else None
+        self.engine_timeout = engine_timeout
+        self._engine: ScienceWorldEngine | None = None
+        self.task = self.variation = None
+        self._score = 0
+        self._last_response = ""
+        self._valid_cache: tuple[int, list[str]] | None = None
+        self._gold: list[str] = []
+        self._gold_index: int | None = None
+
+    @property
+    def system_prompt(self) -> str:
+        return SYSTEM_PROMPT
+
+    # ----- the engine ----------------------------------------------------------------------
+    @property
+    def engine(self) -> ScienceWorldEngine:
+        """This env's JVM, started on first use and restarted if it died."""
+        if self._engine is None or not self._engine.alive:
+            if self._engine is not None:
+                self._engine.close()
+            options = self.java_options
+            if options is None:
+                from agentgym.envs.scienceworld.engine import DEFAULT_JAVA_OPTIONS
+                options = list(DEFAULT_JAVA_OPTIONS)
+            if self.deterministic:
+                options = [*DETERMINISTIC_JAVA_OPTIONS, *options]
+            self._engine = ScienceWorldEngine(options, self._java, self.engine_timeout)
+        return self._engine
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+        super().close()
+
+    # ----- episode start ---------------------------------------------------------------------
+    def _choose(self, options: dict[str, Any]) -> tuple[str, int, str]:
+        split = canonical_split(options.get("split", self.split))
+        task, variation = None, options.get("variation")
+        task_id = options.get("task_id")
+        if task_id is not None:
+            name, _, var = str(task_id).partition("/")
+            task = canonical_task(name)
+            if var:
+                variation = int(var)
+        if task is None:
+            task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
+        if variation is None:
+            pool = split_variations(task, split)
+            variation = pool[int(self.np_random.integers(len(pool)))]
+        variation = int(variation)
+        if not 0 <= variation < num_variations(task):
+            raise ValueError(f"variation {variation} out of range for task {task!r} "
+                             f"(0..{num_variations(task) - 1})")
+        return task, variation, split
+
+    def _start(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        task, variation, split = self._choose(options)
+        try:
+            look, description = self._load(task, variation)
+        except EngineFailure:
+            # A JVM that died or wedged between episodes: one fresh start, then give up loudly.
+            if self._engine is not None:
+                self._engine.close()
+            look, description = self._load(task, variation)
+        self.task, self.variation = task, variation
+        self._score = 0
+        self._last_response = look
+        self._valid_cache = None
+        task_id = f"{task}/{variation}"
+        obs = f"{description}\n\n{look}"
+        info = {"task_id": task_id, "instruction": description, "group_key": f"scienceworld/{task_id}",
+                "task": task, "variation": variation, "split": split,
+                "simplifications": self.simplifications}
+        return obs, info
+
+    def _load(self, task: str, variation: int) -> tuple[str, str]:
+        engine = self.engine
+        engine.load(task, variation, self.simplifications, self.expert)
+        # Same first move as scienceworld's own reset(), so gold paths replay exactly.
+        look = engine.step("look around")
+        description = engine.task_description()
+        self._gold = engine.gold_actions() if self.expert else []
+        self._gold_index = 0
+        return look, description
+
+    # ----- a turn ----------------------------------------------------------------------------
+    def _parse(self, action: str) -> ParsedAction:
+        return parse_embodied_action(action)
+
+    def _execute(self, parsed: ParsedAction) -> Transition:
+        command = parsed.text
+        engine = self._engine
+        try:
+            if engine is None or not engine.alive:
+                raise EngineFailure("the ScienceWorld JVM is not running (it died or was closed)")
+            response = engine.step(command)
+            raw_score = engine.score()
+            completed = engine.completed()
+        except EngineFailure as e:
+            raise EngineError(str(e)) from e
+        score = int(round(100 * raw_score))  # what scienceworld reports
+        valid = not response.startswith(INVALID_RESPONSES)
+        failed = score < 0
+        success = bool(completed and not failed and score >= 100)
+        self._score = score
+        self._last_response = response
+        self._valid_cache = None
+        self._track_expert(command, valid)
+        terms = {"format": 1.0, "valid": float(valid), "progress": min(max(score / 100.0, 0.0), 1.0),
+                 "success": float(success)}
+        return Transition(response, terms, action_valid=valid, terminated=bool(completed or failed),
+                          success=success, extra_info={"score": score})
+
+    def _track_expert(self, command: str, valid: bool) -> None:
+        if not self.expert or self._gold_index is None:
+            return
+        if self._gold_index < len(self._gold) and _norm(command) == _norm(self._gold[self._gold_index]):
+            self._gold_index += 1
+        elif valid:
+            self._gold_index = None  # off the gold path for good
+
+    def _expert_action(self) -> str | None:
+        if self._gold_index is None or self._gold_index >= len(self._gold):
+            return None
+        return self._gold[self._gold_index]
+
+    def _admissible_actions(self) -> list[str] | None:
+        if not self.admissible:
+            return None
+        if self._last_response.startswith(AMBIGUOUS_PREFIX):
+            return _CHOICE.findall(self._last_response)
+        if self._valid_cache is None or self._valid_cache[0] != self._turn:
+            try:
+                if self._engine is None:
+                    raise EngineFailure("not running")
+                actions = self._engine.valid_actions()
+            except EngineFailure:
+                actions = []  # the next step reports the failure
+            self._valid_cache = (self._turn, actions)
+        return list(self._valid_cache[1])
+
+    def _episode_metrics(self, success: bool) -> dict[str, float]:
+        return {"score": float(self._score)}
+
+
+def _norm(command: str) -> str:
+    return " ".join(command.lower().split())
+
+
+def _check_simplifications(simplifications: str, tasks: Sequence[str]) -> str:
+    parts = [p.strip() for p in simplifications.split(",") if p.strip()]
+    unknown = [p for p in parts if p not in SIMPLIFICATIONS]
+    if unknown:
+        raise ValueError(f"unknown ScienceWorld simplifications {unknown}; expected a comma-separated "
+                         f"subset of {SIMPLIFICATIONS}")
+    electrical = [t for t in tasks if "power-component" in t or "conductivity" in t]
+    if "noElectricalAction" in parts and electrical:
+        raise ValueError(f"noElectricalAction removes the actions tasks {electrical} need")
+    return ",".join(parts)
