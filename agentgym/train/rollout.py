@@ -24,6 +24,7 @@ class Turn:
     """One model turn: what the model was conditioned on and what it sampled."""
 
     prompt_ids: list[int]
+    """Empty when the policy was given chat messages."""
     completion: Completion
 
 
@@ -86,13 +87,18 @@ class RolloutConfig:
             raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
 
 
-def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder, seeds: Sequence[int],
+def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None, seeds: Sequence[int],
                      cfg: RolloutConfig, sampling: SamplingConfig | None = None,
                      reset_options: dict | None = None) -> tuple[list[Episode], dict[str, float]]:
     """Play one episode in every env of ``envs``; group g's task is chosen by ``seeds[g]``.
 
+    ``encoder=None`` sends the policy chat histories (the ``window`` layout's messages) instead of
+    token ids, for policies without a tokenizer (evaluation through an OpenAI-compatible server).
+
     Returns the episodes (env order: group-major) and timing stats.
     """
+    if encoder is None and cfg.layout == "concat":
+        raise ValueError("the concat layout needs a ChatEncoder (token ids); use layout='window' without one")
     t0 = time.perf_counter()
     starts = envs.reset_groups(seeds, reset_options)
     episodes = []
@@ -112,6 +118,9 @@ def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder, seeds
         prompts = {}
         for i in active:
             ep = episodes[i]
+            if encoder is None:
+                prompts[i] = episode_to_messages(ep.system_prompt, ep.observations, ep.actions, window=cfg.window)
+                continue
             if cfg.layout == "concat":
                 ids = list(ep.concat_ids)
             else:
@@ -127,7 +136,8 @@ def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder, seeds
         completions = policy.generate([prompts[i] for i in order], sampling)
         gen_time += time.perf_counter() - t
         for i, c in zip(order, completions):
-            episodes[i].turns.append(Turn(prompt_ids=prompts[i], completion=c))
+            prompt = prompts[i] if encoder is not None else (c.prompt_ids or [])
+            episodes[i].turns.append(Turn(prompt_ids=list(prompt), completion=c))
         t = time.perf_counter()
         results = envs.step_some({i: c.text for i, c in zip(order, completions)})
         env_time += time.perf_counter() - t

@@ -1,0 +1,111 @@
+"""``agentgym eval``: evaluate a checkpoint or an OpenAI-compatible endpoint on an env's split.
+
+    agentgym eval --model runs/grpo/checkpoints/step_30 --env-id ToolQA-v0 --split test
+    agentgym eval --base-url http://127.0.0.1:8000/v1 --model Qwen2.5-7B-Instruct --env-id ToolQA-v0
+
+Plays ``--num-episodes`` episodes (task seeds 0, 1, ... so every model sees the same tasks), with
+the same chat layout custom agents use (:func:`agentgym.episode_to_messages`), and prints the
+success rate, the mean PRS return and the mean of every PRS term. ``--output`` also writes them
+as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import numpy as np
+
+
+def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, split: str | None = "test",
+             num_episodes: int = 64, batch_size: int = 16, seed: int = 0, sampling=None,
+             window: int | None = None, prs_stage: float | None = None) -> dict[str, Any]:
+    """Play ``num_episodes`` episodes with ``policy`` and summarize them.
+
+    Episode k is the task ``reset(seed=seed + k)`` picks, so results are comparable across models.
+    """
+    from agentgym.train.envs import ListEnvBatch
+    from agentgym.train.rollout import RolloutConfig, collect_episodes
+
+    if num_episodes < 1 or batch_size < 1:
+        raise ValueError("num_episodes and batch_size must be >= 1")
+    batch_size = min(batch_size, num_episodes)
+    envs = ListEnvBatch(env_id, batch_size, 1, env_kwargs)
+    if prs_stage is not None:
+        envs.set_prs_stage(prs_stage)
+    cfg = RolloutConfig(layout="window", window=window, max_prompt_tokens=10**9)
+    options = {"split": split} if split else {}
+    episodes = []
+    try:
+        for start in range(0, num_episodes, batch_size):
+            seeds = [seed + k for k in range(start, start + batch_size)]
+            got, _ = collect_episodes(envs, policy, None, seeds, cfg, sampling, options)
+            episodes += got[: num_episodes - start]
+    finally:
+        envs.close()
+    terms = sorted({k for ep in episodes for k in ep.episode_terms})
+    metric_names = sorted({k for ep in episodes for k in ep.metrics})
+    return {
+        "env_id": env_id, "split": split, "num_episodes": len(episodes),
+        "success_rate": float(np.mean([ep.success for ep in episodes])),
+        "prs_return": float(np.mean([ep.ret for ep in episodes])),
+        "terms": {t: float(np.mean([ep.episode_terms.get(t, 0.0) for ep in episodes])) for t in terms},
+        "metrics": {m: float(np.mean([ep.metrics.get(m, 0.0) for ep in episodes])) for m in metric_names},
+        "turns": float(np.mean([len(ep.turns) for ep in episodes])),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="agentgym eval", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True,
+                        help="checkpoint directory, `tiny`, or the served model name with --base-url")
+    parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--api-key", default=None, help="bearer token for --base-url")
+    parser.add_argument("--env-id", default="ToolQA-v0")
+    parser.add_argument("--env-kwargs", default="", help="JSON object of env keyword arguments")
+    parser.add_argument("--split", default="test", help="env split (empty string: the env's default)")
+    parser.add_argument("--num-episodes", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=16, help="episodes played at once")
+    parser.add_argument("--seed", type=int, default=0, help="task seed of the first episode")
+    parser.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
+    parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--window", type=int, default=None, help="past turns kept in the prompt (default all)")
+    parser.add_argument("--prs-stage", type=float, default=None, help="PRS stage (default final)")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--output", default=None, help="also write the results to this JSON file")
+    args = parser.parse_args(argv)
+
+    import agentgym  # noqa: F401  registers the envs
+    from agentgym.agents import HFPolicy, OpenAIPolicy, SamplingConfig
+    from agentgym.train.setup import parse_env_kwargs
+
+    sampling = SamplingConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature)
+    if args.base_url:
+        policy = OpenAIPolicy(args.base_url, args.model, api_key=args.api_key, sampling=sampling)
+    else:
+        import torch
+
+        from agentgym.agents.tiny import resolve_model_path
+        from agentgym.train.setup import load_model, load_tokenizer, resolve_device
+
+        path = resolve_model_path(args.model, (args.env_id,))
+        device = resolve_device(args.device)
+        if device == "cpu":
+            torch.set_num_threads(1)
+        policy = HFPolicy(load_model(path, device, trainable=False), load_tokenizer(path), sampling)
+    result = evaluate(policy, args.env_id, parse_env_kwargs(args.env_kwargs), args.split or None,
+                      args.num_episodes, args.batch_size, args.seed, sampling, args.window, args.prs_stage)
+    print(f"{args.env_id} [{result['split']}] {result['num_episodes']} episodes: "
+          f"success {result['success_rate']:.3f}  PRS return {result['prs_return']:.3f}")
+    print("terms: " + "  ".join(f"{k} {v:.3f}" for k, v in result["terms"].items()))
+    if args.output:
+        with open(args.output, "w") as f:
+            json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
