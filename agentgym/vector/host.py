@@ -54,7 +54,8 @@ class EnvFactory:
         if self.spec is not None:
             import agentgym  # noqa: F401  registration, and the modules entry points name
 
-            return gym.make(self.spec, **self.kwargs)
+            # The passive checker wraps every step in one more call; agentgym envs pass check_env.
+            return gym.make(self.spec, **{"disable_env_checker": True, **self.kwargs})
         return self.env_fn(**self.kwargs)
 
 

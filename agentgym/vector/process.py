@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import multiprocessing as mp
 import os
+import select
 import signal
 import time
 import weakref
@@ -65,6 +66,14 @@ class _Worker:
         self.indices = indices
         self.ready = False
         self.description: dict[str, Any] | None = None
+        # One poll object per pipe, made once: Connection.poll builds a selector on every call,
+        # which costs as much as a cheap env's step.
+        self.poller = select.poll()
+        self.poller.register(conn.fileno(), select.POLLIN)
+
+    def wait_readable(self, timeout: float | None) -> bool:
+        """Whether the pipe has data (or end-of-file) within ``timeout`` seconds (None: forever)."""
+        return bool(self.poller.poll(None if timeout is None else max(0, int(timeout * 1000 + 0.999))))
 
 
 class WorkerFailure(RuntimeError):
@@ -194,7 +203,7 @@ class ProcessBackend(Backend):
             while w not in answers:
                 remaining = deadline - time.monotonic()
                 try:
-                    if not worker.conn.poll(None if remaining == float("inf") else max(0.0, remaining)):
+                    if not worker.wait_readable(None if remaining == float("inf") else max(0.0, remaining)):
                         answers[w] = ("failed", f"no answer within the step timeout of {timeout}s")
                         break
                     message = worker.conn.recv()
