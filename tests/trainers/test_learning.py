@@ -1,0 +1,45 @@
+"""GRPO learns: after a short SFT cold start on single-hop ToolQA, GRPO on the PRS format stage
+raises the mean episode reward on held-out (valid) questions well beyond seed noise.
+
+Measured (docs/trainers.md, 3 seeds): the evaluated reward goes from about 0.0-0.1 after SFT to
+about 0.3 after 20 GRPO steps; evaluation noise on 64 episodes is about 0.05.
+"""
+
+import json
+
+import pytest
+import torch
+
+import grpo
+import sft
+from agentgym.agents import HFPolicy, SamplingConfig
+from agentgym.train.evaluate import evaluate
+from agentgym.train.setup import load_model, load_tokenizer
+from conftest import TOOLQA_SMALL
+
+SAMPLING = SamplingConfig(max_new_tokens=40, temperature=1.0)
+
+
+def eval_reward(path):
+    torch.manual_seed(123)
+    policy = HFPolicy(load_model(path, "cpu", trainable=False), load_tokenizer(path), SAMPLING)
+    result = evaluate(policy, "ToolQA-v0", json.loads(TOOLQA_SMALL), "valid", num_episodes=64, batch_size=32,
+                      sampling=SAMPLING, prs_stage=0)
+    return result["prs_return"]
+
+
+@pytest.mark.slow
+def test_grpo_raises_reward_after_sft_cold_start(tmp_path):
+    cold = sft.main(sft.Args(env_kwargs=TOOLQA_SMALL, num_steps=60, num_episodes=128, learning_rate=3e-3,
+                             output_dir=str(tmp_path / "sft"), seed=0, quiet=True))
+    before = eval_reward(cold)
+    steps = 20
+    history = grpo.main(grpo.Args(model=cold, env_kwargs=TOOLQA_SMALL, num_steps=steps, num_groups=4, group_size=8,
+                                  max_new_tokens=40, prs_schedule="constant", prs_start_stage=0, learning_rate=1e-3,
+                                  beta=0.0, output_dir=str(tmp_path / "grpo"), seed=0, save_every=0,
+                                  progress=False, quiet=True, tensorboard=False))
+    after = eval_reward(str(tmp_path / "grpo" / "checkpoints" / f"step_{steps}"))
+    train_early = sum(h["reward/mean"] for h in history[:5]) / 5
+    train_late = sum(h["reward/mean"] for h in history[-5:]) / 5
+    assert after > before + 0.15, (before, after)
+    assert train_late > train_early, (train_early, train_late)

@@ -1,0 +1,78 @@
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import gymnasium as gym
+
+import sft
+from agentgym.cli import main as cli_main
+from agentgym.train.chat import ChatEncoder
+from agentgym.train.evaluate import evaluate
+from agentgym.train.expert import expert_episode
+from agentgym.train.metrics import read_metrics
+from agentgym.train.setup import load_tokenizer
+from conftest import TOOLQA_SMALL
+
+
+def test_expert_transcript_trains_on_assistant_tokens_only(tmp_path):
+    from agentgym.agents.tiny import build_tiny_model
+
+    tok = load_tokenizer(str(build_tiny_model()))
+    env = gym.make("ToolQA-v0", expert=True, question_kinds=["single_hop"])
+    samples, info = expert_episode(env, ChatEncoder(tok), seed=5)
+    assert info["success"] and len(samples) == 1
+    s = samples[0]
+    loss_text = tok.decode([t for t, m in zip(s.input_ids, s.loss_mask) if m])
+    assert loss_text.startswith("<tool_call>") and "<answer>" in loss_text
+    assert "<tool_response>" not in loss_text and "Question:" not in loss_text
+    # window layout: one sample per expert turn
+    samples, _ = expert_episode(env, ChatEncoder(tok), seed=5, layout="window", window=0)
+    assert len(samples) == 2
+
+
+def test_sft_smoke(tmp_path):
+    final = sft.main(sft.Args(env_kwargs=TOOLQA_SMALL, num_steps=3, num_episodes=8, batch_size=4,
+                              output_dir=str(tmp_path), quiet=True))
+    rows = read_metrics(tmp_path)
+    assert [r["step"] for r in rows] == [1, 2, 3] and rows[0]["loss/sft"] > 0
+    assert (tmp_path / "final" / "model.safetensors").exists() and final.endswith("final")
+
+
+def test_eval_cli_on_the_tiny_model(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert cli_main(["eval", "--model", "tiny", "--env-kwargs", TOOLQA_SMALL, "--num-episodes", "4",
+                     "--batch-size", "2", "--max-new-tokens", "8", "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "success" in printed and "PRS return" in printed and "format" in printed
+    result = json.loads(out.read_text())
+    assert result["num_episodes"] == 4 and set(result["terms"]) == {"format", "tool", "answer"}
+
+
+class _Expertish(BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        turn = sum(m["role"] == "assistant" for m in body["messages"])
+        text = ('<tool_call>{"name": "search", "arguments": {"query": "x"}}</tool_call>' if turn == 0
+                else "<answer>nobody</answer>")
+        data = json.dumps({"choices": [{"message": {"content": text}, "finish_reason": "stop"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *a):
+        pass
+
+
+def test_evaluate_through_an_openai_compatible_endpoint():
+    from agentgym.agents import OpenAIPolicy
+
+    httpd = HTTPServer(("127.0.0.1", 0), _Expertish)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        policy = OpenAIPolicy(f"http://127.0.0.1:{httpd.server_address[1]}/v1", "m", max_retries=0)
+        result = evaluate(policy, "ToolQA-v0", json.loads(TOOLQA_SMALL), "test", num_episodes=4, batch_size=2)
+    finally:
+        httpd.shutdown()
+    assert result["terms"]["format"] == 1.0 and result["turns"] == 2.0
+    assert result["success_rate"] == 0.0 and 0.1 <= result["prs_return"] < 1.0
