@@ -100,7 +100,8 @@ class PRSSpec:
         w = self.stage_weights(stage)
         fmt = episode_terms.get("format", 0.0)
         gated = sum(w[t] * episode_terms.get(t, 0.0) for t in self.terms if t != "format")
-        return w["format"] * fmt + (gated if fmt >= self.tau_fmt - 1e-9 else 0.0)
+        # rounded so 0.1 + 0.2 + 0.7 reads as 1.0, not 0.9999999999999999
+        return round(w["format"] * fmt + (gated if fmt >= self.tau_fmt - 1e-9 else 0.0), 12)
 
 
 TOOLQA_PRS = PRSSpec(
