@@ -53,7 +53,7 @@ def _object_id(otype: str, receptacle: Receptacle, rng: random.Random, taken: se
             return oid
 
 
-def build_scenario(room: Room, task: TaskSpec, rng: random.Random, distractors: tuple[int, int] = (6, 12)) -> Scenario:
+def build_scenario(room: Room, task: TaskSpec, rng: random.Random, distractors: tuple[int, int] = (4, 8)) -> Scenario:
     """Place the task's objects and a few distractor objects in the room's receptacles."""
     import alfworld.gen.constants as C
 

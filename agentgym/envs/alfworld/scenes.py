@@ -22,6 +22,9 @@ from functools import lru_cache
 ROOM_KINDS = {"kitchen": range(1, 31), "living room": range(201, 231),
               "bedroom": range(301, 331), "bathroom": range(401, 431)}
 UNSEEN_PER_KIND = 6
+# Rooms keep at most this many receptacles (dropping spare cabinets, drawers, shelves first): the
+# planner expert's optimal search grows steeply with the number of places to go.
+MAX_RECEPTACLES = 12
 
 # Receptacles that objects cannot be carried about in (movable ones like bowls are objects here).
 MOVABLE_RECEPTACLES = {"Bowl", "Box", "Cup", "Mug", "Plate", "Pan", "Pot"}
@@ -138,6 +141,15 @@ def load_room(scene: int) -> Room:
             x, z = rng.choice(floor)
             rid = f"{rtype}|{x + rng.uniform(-0.6, 0.6):+06.2f}|{rng.uniform(0.0, 1.6):+06.2f}|{z + rng.uniform(-0.6, 0.6):+06.2f}"
             add(rid, rtype, x, z, rng.choice([0, 90, 180, 270]), rng.choice([0, 30, 45, 60]))
+    while len(receptacles) > MAX_RECEPTACLES:
+        counts: dict[str, int] = {}
+        for r in receptacles:
+            counts[r.type] = counts.get(r.type, 0) + 1
+        most = max(counts.values())
+        if most == 1:
+            break
+        spare = [r for r in receptacles if counts[r.type] == most]
+        receptacles.remove(rng.choice(spare))
     receivable = set().union(*(C.VAL_RECEPTACLE_OBJECTS[r.type] for r in receptacles))
     object_types = tuple(sorted(t for t in set(types)
                                 if t in C.OBJECTS and t not in C.VAL_RECEPTACLE_OBJECTS.keys() - MOVABLE_RECEPTACLES
