@@ -1,7 +1,7 @@
 """Multi-turn GRPO on any registered agentgym env, with a Hugging Face causal LM.
 
-    python trainers/grpo.py                                   # tiny model, ToolQA-v0, CPU, minutes
-    python trainers/grpo.py --model runs/sft/final --num-steps 50 --output-dir runs/grpo
+    python trainers/sft.py                                    # cold start: tiny model on expert ToolQA, CPU
+    python trainers/grpo.py --model runs/sft/final            # then GRPO on ToolQA-v0, CPU, minutes
     python trainers/grpo.py --env-id ALFWorld-v0 --layout window --model /ckpt/Qwen2.5-1.5B-Instruct
 
 Reads top to bottom: args, setup, then per step: rollout, advantages, update, log, checkpoint.
@@ -42,7 +42,7 @@ class Args:
     # ----- model and sampling -----
     model: str = "tiny"
     """local checkpoint directory, or `tiny` / `tiny-small` to build one offline"""
-    max_new_tokens: int = 64
+    max_new_tokens: int = 48
     """most tokens per model turn"""
     temperature: float = 1.0
     """sampling temperature (also applied to training logprobs)"""
@@ -59,7 +59,7 @@ class Args:
     """optimizer steps (one rollout batch each)"""
     num_groups: int = 4
     """tasks per step"""
-    group_size: int = 4
+    group_size: int = 8
     """episodes per task (G)"""
     std_normalize: bool = True
     """divide advantages by the group std (False: Dr. GRPO)"""
@@ -77,8 +77,8 @@ class Args:
     """optimizer steps per pass"""
     micro_batch_size: int = 8
     """sequences per forward pass (gradient accumulation)"""
-    learning_rate: float = 2e-4
-    """AdamW learning rate"""
+    learning_rate: float = 1e-3
+    """AdamW learning rate (1e-3 suits the tiny model; real models want ~1e-6)"""
     weight_decay: float = 0.0
     """AdamW weight decay"""
     max_grad_norm: float = 1.0

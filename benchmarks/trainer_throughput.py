@@ -1,0 +1,227 @@
+"""Trainer throughput: rollout tokens/s and optimizer step time, on CPU (tiny model) and GPU.
+
+    python benchmarks/trainer_throughput.py                       # tiny model on CPU (+ TRL if installed)
+    python benchmarks/trainer_throughput.py --device cuda         # + a >=100M-param model in bf16, with MFU
+
+Parts:
+- ``rollout``: one GRPO batch of multi-turn ToolQA episodes (``--groups`` x ``--group-size``) with
+  ``HFPolicy``; generated tokens per second.
+- ``update``: one GRPO optimizer step on that batch (forward, PPO-clip loss, backward, AdamW).
+- ``gpu`` (CUDA only): the same two on a Qwen2-architecture model built from a config (~113M
+  params by default), bf16 autocast and gradient checkpointing; MFU = model FLOPs / time / peak.
+- ``trl``: where TRL is installed, one single-turn GRPO step (same model, prompts, reward, group
+  size, completion length) with our core and with ``trl.GRPOTrainer``; reports our step time over
+  theirs.
+Results print as a table and go to ``--output`` as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10G": 125.0, "L4": 121.0}
+ENV_KWARGS = {"question_kinds": ["single_hop"], "max_turns": 3}
+
+
+def _grpo_batch(model, tokenizer, groups, group_size, max_new_tokens, layout="concat", env_kwargs=None, seed=0):
+    from agentgym.agents import HFPolicy, SamplingConfig
+    from agentgym.train.advantages import group_advantages
+    from agentgym.train.chat import ChatEncoder
+    from agentgym.train.envs import ListEnvBatch
+    from agentgym.train.rollout import RolloutConfig, collect_episodes
+    from agentgym.train.samples import episode_samples
+    from agentgym.train.setup import task_seed
+
+    sampling = SamplingConfig(max_new_tokens=max_new_tokens)
+    envs = ListEnvBatch("ToolQA-v0", groups, group_size, env_kwargs or ENV_KWARGS)
+    policy = HFPolicy(model, tokenizer, sampling)
+    t0 = time.perf_counter()
+    episodes, timing = collect_episodes(envs, policy, ChatEncoder(tokenizer), [task_seed(seed, g) for g in range(groups)],
+                                        RolloutConfig(layout=layout), sampling)
+    rollout_s = time.perf_counter() - t0
+    adv = group_advantages([e.ret for e in episodes], [e.group for e in episodes])
+    samples = episode_samples(episodes, adv, layout)
+    gen = sum(e.num_generated_tokens for e in episodes)
+    return samples, {"rollout_s": rollout_s, "generate_s": timing["time/generate"], "generated_tokens": gen,
+                     "rollout_tokens_per_s": gen / timing["time/generate"], "episodes": len(episodes)}
+
+
+def _update(model, tokenizer, samples, micro_batch_size, bf16=False, repeats=2):
+    import torch
+
+    from agentgym.train.loss import LossConfig
+    from agentgym.train.update import train_step
+
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    times = []
+    for _ in range(repeats):  # the first step also allocates optimizer state
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        train_step(model, opt, samples, LossConfig(beta=0.0), tokenizer.pad_token_id, micro_batch_size, bf16=bf16)
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - t)
+    tokens = sum(len(s.input_ids) for s in samples)
+    return {"update_step_s": min(times), "update_first_step_s": times[0], "trained_tokens": tokens,
+            "train_tokens_per_s": tokens / min(times)}
+
+
+def bench_cpu(args):
+    import torch
+
+    from agentgym.agents.tiny import build_tiny_model
+    from agentgym.train.setup import load_model, load_tokenizer
+
+    torch.set_num_threads(args.cpu_threads)
+    path = str(build_tiny_model(("ToolQA-v0",), args.tiny_size))
+    model, tok = load_model(path, "cpu"), load_tokenizer(path)
+    torch.manual_seed(0)
+    samples, roll = _grpo_batch(model, tok, args.groups, args.group_size, args.max_new_tokens)
+    upd = _update(model, tok, samples, args.micro_batch_size)
+    return {"model": path, "params": sum(p.numel() for p in model.parameters()), **roll, **upd}
+
+
+def gpu_model(tokenizer, hidden=768, layers=12, heads=12, intermediate=3072):
+    import torch
+    from transformers import AutoModelForCausalLM, Qwen2Config
+
+    cfg = Qwen2Config(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers,
+                      num_attention_heads=heads, num_key_value_heads=heads // 3 or 1, intermediate_size=intermediate,
+                      max_position_embeddings=8192, tie_word_embeddings=True, eos_token_id=tokenizer.eos_token_id,
+                      pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+
+
+def bench_gpu(args):
+    import torch
+
+    from agentgym.agents.tiny import build_tiny_model
+    from agentgym.train.setup import load_tokenizer
+
+    tok = load_tokenizer(str(build_tiny_model(("ToolQA-v0",))))
+    model = gpu_model(tok).to("cuda")
+    n_params = sum(p.numel() for p in model.parameters())
+    model.gradient_checkpointing_enable()
+    torch.manual_seed(0)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        samples, roll = _grpo_batch(model, tok, args.gpu_groups, args.group_size, args.max_new_tokens)
+    upd = _update(model, tok, samples, args.gpu_micro_batch_size, bf16=True, repeats=3)
+    name = torch.cuda.get_device_name()
+    peak = args.peak_tflops or next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
+    cfg = model.config
+    mean_len = upd["trained_tokens"] / len(samples)
+    # 6N per trained token (forward + backward), + attention; checkpointing recomputes the forward (not counted)
+    flops_per_token = 6 * n_params + 12 * cfg.num_hidden_layers * cfg.hidden_size * mean_len
+    achieved = flops_per_token * upd["trained_tokens"] / upd["update_step_s"]
+    return {"device": name, "params": n_params, **roll, **upd, "update_tflops": achieved / 1e12,
+            "update_mfu": achieved / (peak * 1e12) if peak else None, "peak_bf16_tflops": peak}
+
+
+def bench_trl(args):
+    """One single-turn GRPO step: our core vs trl.GRPOTrainer, same model, prompts, reward and sizes."""
+    import gymnasium as gym
+    import torch
+
+    import agentgym  # noqa: F401
+    from agentgym.agents.tiny import build_tiny_model
+    from agentgym.envs.parsing import parse_tool_action
+    from agentgym.prompts import episode_to_messages
+    from agentgym.train.setup import load_model, load_tokenizer
+
+    try:
+        import trl
+        from datasets import Dataset
+    except ImportError:
+        return {"skipped": "trl not installed"}
+    torch.set_num_threads(args.cpu_threads)
+    path = str(build_tiny_model(("ToolQA-v0",), args.tiny_size))
+    tok = load_tokenizer(path)
+    env = gym.make("ToolQA-v0", **ENV_KWARGS)
+    prompts = []
+    for s in range(args.groups):
+        obs, info = env.reset(seed=s)
+        prompts.append(episode_to_messages(info["system_prompt"], [obs], []))
+    tools = env.unwrapped.tools
+
+    def format_reward(completions, **kw):
+        return [float(parse_tool_action(c[0]["content"] if isinstance(c, list) else c, tools).ok) for c in completions]
+
+    G, L = args.group_size, args.max_new_tokens
+    # ours: max_turns=1 makes every episode one completion, exactly TRL's single-turn setting
+    model = load_model(path, "cpu")
+    torch.manual_seed(0)
+    t = time.perf_counter()
+    samples, roll = _grpo_batch(model, tok, args.groups, G, L, env_kwargs={**ENV_KWARGS, "max_turns": 1})
+    upd = _update(model, tok, samples, args.micro_batch_size, repeats=1)
+    ours = time.perf_counter() - t
+
+    model = load_model(path, "cpu")
+    cfg = trl.GRPOConfig(output_dir=os.path.join(args.workdir, "trl"), per_device_train_batch_size=args.groups * G,
+                         num_generations=G, max_completion_length=L, max_steps=args.trl_steps, learning_rate=1e-5,
+                         beta=0.0, logging_steps=1, report_to="none", save_strategy="no", use_cpu=True, bf16=False,
+                         temperature=1.0, gradient_accumulation_steps=1, disable_tqdm=True, seed=0)
+    data = Dataset.from_list([{"prompt": p} for p in prompts] * (args.trl_steps + 1))
+    trainer = trl.GRPOTrainer(model=model, reward_funcs=format_reward, args=cfg, train_dataset=data,
+                              processing_class=tok)
+    step_times = []
+    from transformers import TrainerCallback
+
+    class Timer(TrainerCallback):
+        def on_step_begin(self, *a, **k):
+            self.t = time.perf_counter()
+
+        def on_step_end(self, *a, **k):
+            step_times.append(time.perf_counter() - self.t)
+
+    trainer.add_callback(Timer())
+    trainer.train()
+    theirs = min(step_times)
+    return {"trl_version": trl.__version__, "ours_step_s": ours, "ours_rollout_s": roll["rollout_s"],
+            "ours_update_s": upd["update_step_s"], "trl_step_s": theirs, "trl_step_times": step_times,
+            "ours_over_trl": ours / theirs, "groups": args.groups, "group_size": G, "max_new_tokens": L}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="cpu", help="cpu, or cuda to add the GPU part")
+    p.add_argument("--groups", type=int, default=4)
+    p.add_argument("--group-size", type=int, default=8)
+    p.add_argument("--max-new-tokens", type=int, default=48)
+    p.add_argument("--micro-batch-size", type=int, default=16)
+    p.add_argument("--tiny-size", default="tiny", choices=["tiny", "small"])
+    p.add_argument("--cpu-threads", type=int, default=1)
+    p.add_argument("--gpu-groups", type=int, default=16)
+    p.add_argument("--gpu-micro-batch-size", type=int, default=32)
+    p.add_argument("--peak-tflops", type=float, default=None, help="bf16 peak of the GPU, for MFU")
+    p.add_argument("--skip-trl", action="store_true")
+    p.add_argument("--trl-steps", type=int, default=3)
+    p.add_argument("--workdir", default="/tmp/agentgym-bench")
+    p.add_argument("--output", default=None)
+    args = p.parse_args(argv)
+    results = {"cpu": bench_cpu(args)}
+    if args.device.startswith("cuda"):
+        import torch
+
+        results["gpu"] = bench_gpu(args) if torch.cuda.is_available() else {"skipped": "CUDA not available"}
+    if not args.skip_trl:
+        results["trl"] = bench_trl(args)
+    for part, res in results.items():
+        print(f"[{part}]")
+        for k, v in res.items():
+            if not isinstance(v, (list, dict)):
+                print(f"  {k:24s} {v:.4g}" if isinstance(v, float) else f"  {k:24s} {v}")
+    if args.output:
+        with open(args.output, "w") as f:
+            json.dump(results, f, indent=1)
+    return results
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)
