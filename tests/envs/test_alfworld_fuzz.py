@@ -11,7 +11,7 @@ from agentgym.envs.alfworld.env import ALFWorldEnv
 from agentgym.envs.alfworld.generate import generate
 from agentgym.envs.parsing import parse_embodied_action, sanitize
 
-MAX_TURNS = 7
+MAX_TURNS = 25
 _STATE = {}
 
 
