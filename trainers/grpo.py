@@ -126,7 +126,7 @@ def main(args: Args, extension=None) -> list[dict]:
     from agentgym.train.setup import (load_model, load_tokenizer, make_env_batch, parse_env_kwargs, resolve_device,
                                       seed_everything, task_seed)
     from agentgym.train.stats import episode_metrics
-    from agentgym.train.update import sample_logprobs, train_step
+    from agentgym.train.update import autocast_context, sample_logprobs, train_step
 
     # ----- setup -----
     extension = extension or TrainerExtension()
@@ -180,7 +180,8 @@ def main(args: Args, extension=None) -> list[dict]:
         if len(seeds) > args.num_groups:
             raise ValueError(f"collect() takes at most {args.num_groups} seeds per call")
         padded = seeds + seeds[-1:] * (args.num_groups - len(seeds))  # fill unused groups, drop them after
-        episodes, timing = collect_episodes(envs, policy, encoder, padded, rollout_cfg, sampling, reset_options)
+        with autocast_context(device, bf16):
+            episodes, timing = collect_episodes(envs, policy, encoder, padded, rollout_cfg, sampling, reset_options)
         collect.timing = timing
         return [ep for ep in episodes if ep.group < len(seeds)]
 

@@ -149,7 +149,9 @@ def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
                 ep.concat_ids += c.token_ids
                 ep.concat_mask += [1] * len(c.token_ids)
                 if not (terminated or truncated):
-                    env_ids = encoder.env_turn_ids(messages, c.text, obs, stopped=c.finish_reason == "stop")
+                    # only an emitted end-of-turn token stands in for the template's own
+                    stopped = bool(c.token_ids) and c.token_ids[-1] == encoder.tokenizer.eos_token_id
+                    env_ids = encoder.env_turn_ids(messages, c.text, obs, stopped=stopped)
                     ep.concat_ids += env_ids
                     ep.concat_mask += [0] * len(env_ids)
             ep.actions.append(c.text)

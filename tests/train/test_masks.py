@@ -107,3 +107,18 @@ def test_training_logprobs_equal_generation_logprobs(tiny, layout):
             turn = next(tu for tu in ep.turns if s.input_ids == tu.prompt_ids + tu.completion.token_ids)
             generated = turn.completion.logprobs
         assert recomputed == pytest.approx(generated, abs=2e-4)
+
+
+def test_concat_refuses_a_template_that_rewrites_history(tiny_path):
+    from agentgym.train.setup import load_tokenizer
+
+    tok = load_tokenizer(tiny_path)
+    # like templates that drop old <think> blocks: earlier assistant turns render differently later
+    tok.chat_template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+                         "{% if m['role'] == 'assistant' and not loop.last %}[earlier turn]{% else %}{{ m['content'] }}"
+                         "{% endif %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    enc = ChatEncoder(tok)
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "o0"}]
+    with pytest.raises(ValueError, match="window"):
+        enc.env_turn_ids(messages + [{"role": "assistant", "content": "a0"}, {"role": "user", "content": "o1"}],
+                         "a1", "o2", stopped=True)
