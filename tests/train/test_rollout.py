@@ -1,0 +1,49 @@
+import json
+
+import pytest
+import torch
+
+from agentgym.agents import HFPolicy, SamplingConfig
+from agentgym.train.chat import ChatEncoder
+from agentgym.train.rollout import RolloutConfig, collect_episodes
+from agentgym.train.setup import make_env_batch
+
+ENV_KWARGS = {"question_kinds": ["single_hop"], "max_turns": 2}
+
+
+def play(tiny, backend, seeds=(11, 12)):
+    model, tok = tiny
+    torch.manual_seed(0)
+    envs = make_env_batch("ToolQA-v0", 2, 3, backend, ENV_KWARGS)
+    try:
+        policy = HFPolicy(model, tok, SamplingConfig(max_new_tokens=10))
+        episodes, stats = collect_episodes(envs, policy, ChatEncoder(tok), list(seeds), RolloutConfig(), None,
+                                           {"split": "train"})
+    finally:
+        envs.close()
+    return episodes, stats
+
+
+def test_groups_share_a_task_and_make_vec_matches_plain_envs(tiny):
+    eps_list, _ = play(tiny, "list")
+    eps_vec, stats = play(tiny, "sync")
+    assert [e.group for e in eps_vec] == [0, 0, 0, 1, 1, 1]
+    assert len({e.task_id for e in eps_vec[:3]}) == 1 and len({e.task_id for e in eps_vec[3:]}) == 1
+    assert eps_vec[0].task_id != eps_vec[3].task_id
+    for a, b in zip(eps_list, eps_vec):
+        assert (a.task_id, a.concat_ids, a.rewards, a.episode_terms) == (b.task_id, b.concat_ids, b.rewards, b.episode_terms)
+    assert all(e.done and len(e.turns) == 2 for e in eps_vec)
+    assert stats["time/generate"] > 0
+
+
+def test_max_prompt_tokens_cuts_an_episode(tiny):
+    model, tok = tiny
+    envs = make_env_batch("ToolQA-v0", 1, 2, "list", ENV_KWARGS)
+    policy = HFPolicy(model, tok, SamplingConfig(max_new_tokens=8))
+    episodes, _ = collect_episodes(envs, policy, ChatEncoder(tok), [0], RolloutConfig(max_prompt_tokens=10))
+    assert all(e.cut_by_length and e.truncated and not e.turns for e in episodes)
+
+
+def test_bad_layout_is_a_clear_error():
+    with pytest.raises(ValueError, match="layout"):
+        RolloutConfig(layout="interleaved")
