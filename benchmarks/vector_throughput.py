@@ -154,9 +154,14 @@ def measure(runner, seconds: float, warmup: int) -> tuple[int, float]:
     return steps, time.perf_counter() - start
 
 
-def bench_config(env_id: str, n: int, modes, seconds: float, warmup: int, rounds: int) -> list[dict]:
+def bench_config(env_id: str, n: int, modes, seconds: float, warmup: int, rounds: int,
+                 max_live_envs: int) -> list[dict]:
     """All modes for one (env, n), measured in interleaved rounds so that load from other programs
-    on a shared machine falls on every mode alike."""
+    on a shared machine falls on every mode alike. When that would keep more than
+    ``max_live_envs`` envs alive at once (a JVM each for ScienceWorld), modes run one at a time."""
+    if n * len(modes) > max_live_envs and len(modes) > 1:
+        return [row for mode in modes
+                for row in bench_config(env_id, n, [mode], seconds, warmup, rounds, max_live_envs)]
     rows, runners = {}, {}
     for mode in modes:
         rows[mode] = {"env": env_id, "num_envs": n, "mode": mode, "policy": POLICY.get(env_id, "admissible"),
@@ -241,6 +246,8 @@ def main(argv=None) -> None:
     parser.add_argument("--seconds", type=float, default=8.0, help="measured time per configuration")
     parser.add_argument("--warmup", type=int, default=2, help="batch steps before each round's clock starts")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per configuration")
+    parser.add_argument("--max-live-envs", type=int, default=24,
+                        help="above this many envs across modes, measure modes one at a time")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -263,7 +270,8 @@ def main(argv=None) -> None:
             skipped[env_id] = why
             continue
         for n in args.sizes:
-            for row in bench_config(env_id, n, args.modes, args.seconds, args.warmup, args.rounds):
+            for row in bench_config(env_id, n, args.modes, args.seconds, args.warmup, args.rounds,
+                                    args.max_live_envs):
                 results.append(row)
                 if "steps_per_s" in row:
                     print(f"{env_id:<16} n={n} {row['mode']:<10} {row['steps_per_s']:8.1f} steps/s "
@@ -272,7 +280,8 @@ def main(argv=None) -> None:
                     print(f"{env_id:<16} n={n} {row['mode']:<10} FAILED {row.get('error')}", flush=True)
     report = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                           "python": platform.python_version()},
-              "settings": {"seconds": args.seconds, "warmup": args.warmup, "rounds": args.rounds},
+              "settings": {"seconds": args.seconds, "warmup": args.warmup, "rounds": args.rounds,
+                           "max_live_envs": args.max_live_envs},
               "skipped": skipped, "results": results}
     (args.out / "vector_throughput.json").write_text(json.dumps(report, indent=2))
     if results:
