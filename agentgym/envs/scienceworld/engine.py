@@ -20,6 +20,7 @@ starts a fresh one.
 from __future__ import annotations
 
 import collections
+import json
 import os
 import shutil
 import subprocess
@@ -123,7 +124,11 @@ class ScienceWorldEngine:
         proc, port, token = self._launch_jvm()
         gateway = self._JavaGateway(
             gateway_parameters=self._GatewayParameters(
-                port=port, auth_token=token, auto_field=True, read_timeout=self.timeout),
+                port=port, auth_token=token, auto_field=True, read_timeout=self.timeout,
+                # No py4j finalizers: they would message the JVM from inside Python's garbage
+                # collector (and log tracebacks there once it is gone). The few Java objects we
+                # receive are released by hand in _call_list; the JVM's own lifetime bounds the rest.
+                enable_memory_management=False),
             java_process=proc)
         self._gateway, self._proc = gateway, proc
         # The finalizer holds the gateway and process, never self, so it cannot keep self alive.
@@ -192,6 +197,12 @@ class ScienceWorldEngine:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None and self._server is not None
 
+    def status(self) -> str:
+        """Why the engine is not usable, in words (for error messages)."""
+        if self._proc is not None and self._proc.poll() is not None:
+            return f"the ScienceWorld JVM exited (code {self._proc.returncode}){self._stderr_tail()}"
+        return "the ScienceWorld JVM is not running" if self._server is None else "the ScienceWorld JVM is running"
+
     @property
     def pid(self) -> int | None:
         return None if self._proc is None else self._proc.pid
@@ -217,6 +228,16 @@ class ScienceWorldEngine:
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise EngineFailure(f"{why}: {msg}{self._stderr_tail()}") from e
 
+    def _call_list(self, method: str, *args) -> list:
+        """A call returning a java.util.List, as a Python list; the Java list is released."""
+        java_list = self._call(method, *args)
+        items = list(java_list)
+        try:
+            self._gateway.detach(java_list)
+        except Exception:
+            pass
+        return items
+
     # ----- the calls the env makes -----------------------------------------------------------
     def load(self, task: str, variation: int, simplifications: str, gold_path: bool) -> None:
         msg = self._call("load", task, int(variation), simplifications, bool(gold_path))
@@ -233,10 +254,13 @@ class ScienceWorldEngine:
         return bool(self._call("getCompleted"))
 
     def valid_actions(self) -> list[str]:
-        return [str(a) for a in self._call("getValidActionObjectCombinations")]
+        """The valid actions now, sorted. The JSON variant is one string over the socket, where
+        the list variant leaves a Java list object to release: faster, and nothing to clean up."""
+        data = json.loads(self._call("getValidActionObjectCombinationsJSON"))
+        return sorted({str(a["action"]) for a in data.get("validActions", [])})
 
     def gold_actions(self) -> list[str]:
-        return [str(a) for a in self._call("getGoldActionSequence")]
+        return [str(a) for a in self._call_list("getGoldActionSequence")]
 
     def task_description(self) -> str:
         return str(self._call("getTaskDescription"))
@@ -251,9 +275,9 @@ class ScienceWorldEngine:
         return int(self._call("getTaskMaxVariations", task))
 
     def task_names(self) -> list[str]:
-        return [str(t) for t in self._call("getTaskNames")]
+        return [str(t) for t in self._call_list("getTaskNames")]
 
     def variations(self, split: str) -> list[int]:
         """The engine's variation list of ``split`` (train/dev/test) for the loaded task."""
         method = {"train": "getVariationsTrain", "dev": "getVariationsDev", "test": "getVariationsTest"}[split]
-        return [int(v) for v in self._call(method)]
+        return [int(v) for v in self._call_list(method)]

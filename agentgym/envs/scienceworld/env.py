@@ -234,7 +234,7 @@ class ScienceWorldEnv(AgentEnv):
         engine = self._engine
         try:
             if engine is None or not engine.alive:
-                raise EngineFailure("the ScienceWorld JVM is not running (it died or was closed)")
+                raise EngineFailure("the ScienceWorld JVM is not running" if engine is None else engine.status())
             response = engine.step(command)
             raw_score = engine.score()
             completed = engine.completed()
