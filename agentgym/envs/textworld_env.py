@@ -16,7 +16,7 @@ EXTRA = "agentgym[alfworld]"
 # The interpreter's prompt and status line that end every TextWorld feedback.
 _PROMPT_TAIL = re.compile(r"\n>[^\n]*\s*$")
 _BANNER_LINE = re.compile(r"^[\s_|\\/$<>()\-]*$")
-_NOT_PRINTABLE = re.compile(r"[^\x20-\x7e]")
+_NOT_PRINTABLE = re.compile(r"[^\x20-\x5b\x5d-\x7e]")  # and no backslash: frotz escapes
 MAX_COMMAND_CHARS = 200
 # Interpreter meta-commands: they would restart, save or quit the game behind the env's back.
 META_COMMANDS = {"quit", "q", "restart", "restore", "save", "script", "unscript", "transcript", "undo",
@@ -55,8 +55,9 @@ class TextWorldEnv(AgentEnv):
 
     ## Action
     Any string. One command, bare on one line or in ``<action>...</action>``, optionally after a
-    ``<think>`` block. Characters outside printable ASCII are replaced by spaces before the
-    command reaches the interpreter (a NUL byte crashes it), and the interpreter's meta-commands
+    ``<think>`` block. Characters outside printable ASCII, and backslashes (frotz reads them as
+    escapes), are replaced by spaces before the command reaches the interpreter (a NUL byte or
+    some escapes crash it), and the interpreter's meta-commands
     (``quit``, ``restart``, ``save``, ``restore``, ``undo``...) are answered by the env, not run.
 
     ## Rewards

@@ -6,6 +6,8 @@ import sys
 
 import gymnasium as gym
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("textworld")
 
@@ -58,7 +60,7 @@ def test_expert_walkthrough_wins_with_progress_from_the_score(env):
 
 def test_bad_input_never_reaches_or_crashes_the_interpreter(env):
     env.reset(seed=0)
-    for action in ["ab\x00cd", "restart", "quit", "save", "é中 look", "\x07\x1b[1m", "x" * 300_000, "", "a\nb"]:
+    for action in ["ab\x00cd", "\\m \\h \\* \\~ look", "restart", "quit", "save", "é中 look", "\x07\x1b[1m", "x" * 300_000, "", "a\nb"]:
         obs, _, terminated, truncated, info = env.step(action)
         assert isinstance(obs, str) and obs and not terminated
     obs, _, _, _, info = env.step("restart")
@@ -92,3 +94,12 @@ def test_clean_feedback_strips_prompt_and_banner():
     raw = "\n\n  ____  \n |    \\ \n\nWelcome!\n\n-= Room =-\nHi.\n\n>   -= Room =-0/1\n"
     assert clean_feedback(raw, first=True) == "Welcome!\n\n-= Room =-\nHi."
     assert clean_feedback("\nYou close it.\n\n>  ") == "You close it."
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(action=st.one_of(st.text(max_size=200), st.text(alphabet="\\<>~*&^%$#@!{}[]|/ abcxyz", max_size=40)))
+def test_arbitrary_strings_never_crash_the_interpreter(env, action):
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert isinstance(obs, str) and isinstance(reward, float) and "reward_terms" in info
+    if terminated or truncated:
+        env.reset(seed=0)
