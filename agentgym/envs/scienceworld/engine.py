@@ -217,6 +217,11 @@ class ScienceWorldEngine:
         try:
             return getattr(self._server, method)(*args)
         except self._Py4JError as e:
+            if not isinstance(e, self._Py4JJavaError) and self._proc is not None:
+                try:  # a broken connection usually means the JVM is dying: give it a moment to say so
+                    self._proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    pass
             if self._proc is not None and self._proc.poll() is not None:
                 why = f"the ScienceWorld JVM exited (code {self._proc.returncode})"
             else:
