@@ -8,9 +8,9 @@ For each env (ToolQA-v0, ALFWorld-v0, ScienceWorld-v0) and each batch size (1, 2
 
 Every mode plays the same cheap but realistic policy: the env's expert action where the expert is
 cheap (ToolQA's oracle tool plan, ScienceWorld's gold path), else a random admissible action
-(ALFWorld; its planner expert costs seconds a step). Finished envs are reset on the next step
-(Gymnasium's NEXT_STEP autoreset) so every env keeps working; a step counts when an env really
-stepped, and reset time counts against the mode that paid it. All modes of one (env, size) are
+(ALFWorld; its planner expert costs seconds a step). Each step steps every env; finished envs are
+then reset (a reset mask for the vector envs), and env i's k-th episode has the same seed in every
+mode, so all modes play the same tasks; reset time counts against the mode that paid it. All modes of one (env, size) are
 alive together and measured in interleaved rounds, so that load from other programs on a shared
 machine falls on every mode alike. Envs that are not installed or not in
 the tree yet are skipped. Results: ``<out>/vector_throughput.json`` and ``.png``.
@@ -85,28 +85,30 @@ def available(env_id: str) -> str | None:
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
+def episode_seed(i: int, k: int) -> int:
+    """The seed of env ``i``'s k-th episode, the same in every mode, so all modes play the same
+    tasks (ScienceWorld's task loads and episode lengths differ a lot between tasks)."""
+    return 1000 * k + i
+
+
 class SequentialRunner:
     """The baseline: ``n`` envs in this process, stepped one after another, reset when done."""
 
     def __init__(self, env_id: str, n: int):
         self.envs = [gym.make(env_id, disable_env_checker=True, **env_kwargs(env_id)) for _ in range(n)]
         self.policy = Policy(env_id, n)
-        self.done = [False] * n
+        self.episodes = [0] * n
         for i, env in enumerate(self.envs):
-            self.policy.observe(i, env.reset(seed=i)[1])
+            self.policy.observe(i, env.reset(seed=episode_seed(i, 0))[1])
 
     def batch_step(self) -> int:
-        steps = 0
         for i, env in enumerate(self.envs):
-            if self.done[i]:
-                _, info = env.reset()
-                self.done[i] = False
-            else:
-                _, _, term, trunc, info = env.step(self.policy.act(i))
-                self.done[i] = term or trunc
-                steps += 1
+            _, _, term, trunc, info = env.step(self.policy.act(i))
+            if term or trunc:
+                self.episodes[i] += 1
+                _, info = env.reset(seed=episode_seed(i, self.episodes[i]))
             self.policy.observe(i, info)
-        return steps
+        return len(self.envs)
 
     def close(self) -> None:
         for env in self.envs:
@@ -114,24 +116,29 @@ class SequentialRunner:
 
 
 class VectorRunner:
-    """A vector env (ours or Gymnasium's) with NEXT_STEP autoreset."""
+    """A vector env (ours or Gymnasium's): step every env, then reset the finished ones (reset
+    mask) with the same seeds the sequential baseline uses."""
 
     def __init__(self, env_id: str, n: int, mode: str):
         self.vec = make_vector(env_id, n, mode)
         self.n = n
         self.policy = Policy(env_id, n)
-        _, infos = self.vec.reset(seed=0)
+        self.episodes = np.zeros(n, dtype=int)
+        _, infos = self.vec.reset(seed=[episode_seed(i, 0) for i in range(n)])
         self.policy.observe_batch(infos, n)
-        self.ended = np.zeros(n, dtype=bool)
         self.errors = 0
 
     def batch_step(self) -> int:
         _, _, term, trunc, infos = self.vec.step([self.policy.act(i) for i in range(self.n)])
-        steps = int((~self.ended).sum())  # envs that ended last step were reset now, not stepped
-        self.ended = term | trunc
         self.errors += int(np.sum(infos.get("_error", np.zeros(self.n, bool))))
         self.policy.observe_batch(infos, self.n)
-        return steps
+        ended = np.asarray(term | trunc, dtype=bool)
+        if ended.any():
+            self.episodes += ended
+            seeds = [episode_seed(i, int(k)) for i, k in enumerate(self.episodes)]
+            _, infos = self.vec.reset(seed=seeds, options={"reset_mask": ended})
+            self.policy.observe_batch(infos, self.n)
+        return self.n
 
     def close(self) -> None:
         self.vec.close()
@@ -141,8 +148,9 @@ def make_vector(env_id: str, n: int, mode: str):
     kwargs = env_kwargs(env_id)
     if mode == "gym_async":
         return gym.vector.AsyncVectorEnv(
-            [lambda: gym.make(env_id, disable_env_checker=True, **kwargs)] * n, shared_memory=False)
-    return agentgym.make_vec(env_id, n, backend=mode, autoreset_mode=AutoresetMode.NEXT_STEP, **kwargs)
+            [lambda: gym.make(env_id, disable_env_checker=True, **kwargs)] * n, shared_memory=False,
+            autoreset_mode=AutoresetMode.DISABLED)
+    return agentgym.make_vec(env_id, n, backend=mode, **kwargs)
 
 
 def measure(runner, seconds: float, warmup: int) -> tuple[int, float]:
