@@ -98,8 +98,10 @@ def test_generator_is_deterministic_and_the_cli_writes_games(tmp_path, capsys):
     assert len(ALFWorldEnv(data_path=str(tmp_path / "cli")).games) == 3
 
 
-def test_check_env_passes(env):
+def test_check_env_passes(root):
+    env = gym.make("ALFWorld-v0", data_path=root, render_mode="ansi")
     check_env(env.unwrapped)
+    env.close()
 
 
 def test_same_seed_same_game_and_observations(root):
@@ -114,7 +116,7 @@ def test_same_seed_same_game_and_observations(root):
         env.close()
     assert runs[0] == runs[1]
     env = ALFWorldEnv(data_path=root)
-    ids = {env.reset(seed=s)[1]["task_id"] for s in range(8)}
+    ids = {env.reset(seed=s)[1]["task_id"] for s in range(4)}
     assert len(ids) > 1  # seeds spread over the games
     env.close()
 

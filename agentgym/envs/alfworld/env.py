@@ -103,6 +103,7 @@ class ALFWorldEnv(AgentEnv):
         self._raw_engine, self._expert_engine = make_engine(self.expert)
         self._engine = self._raw_engine
         self._loaded: str | None = None
+        self._loaded_once = False
         self._state = None
         self._goal: GoalProgress | None = None
         self._goal_file: str | None = None
@@ -153,7 +154,7 @@ class ALFWorldEnv(AgentEnv):
                 if self._expert_engine is not None and has_traj_data(game.path):
                     self._engine = self._expert_engine
                 self._engine.load(game.path)
-                self._loaded = game.path
+                self._loaded, self._loaded_once = game.path, True
             self._state = self._engine.reset()
         except Exception as e:  # a broken game file or engine: say which game
             self._loaded = None
@@ -213,7 +214,12 @@ class ALFWorldEnv(AgentEnv):
         if getattr(self, "_raw_engine", None) is not None:
             try:
                 self._raw_engine.close()
+                if self._loaded_once:
+                    # Free the planning task the engine's private fast-downward library holds (the
+                    # library itself stays mapped: unloading it crashes the interpreter at exit).
+                    self._raw_engine.unwrapped.downward_lib.cleanup()
             except Exception:  # closing a dead engine must not raise
                 pass
-            self._raw_engine = self._expert_engine = None
+            self._raw_engine = self._expert_engine = self._engine = self._state = None
+            self._loaded = None
         super().close()
