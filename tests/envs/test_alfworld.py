@@ -128,7 +128,8 @@ def test_expert_episode_pays_staged_terms_and_progress(env):
     assert info["expert_action"] in info["admissible_actions"]
     progress, rewards = [], []
     while True:
-        obs, reward, terminated, truncated, info = env.step(f"<think>plan</think><action>{info['expert_action']}</action>")
+        action = f"<think>plan</think><action>{info['expert_action']}</action>"
+        obs, reward, terminated, truncated, info = env.step(action)
         assert info["reward_terms"]["format"] == 1.0 and info["reward_terms"]["valid"] == 1.0
         progress.append(info["reward_terms"]["progress"])
         rewards.append(reward)

@@ -11,7 +11,7 @@ alfworld's goal library.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from agentgym.envs.alfworld.scenes import OPENABLE, Receptacle, Room, location_of
 from agentgym.envs.alfworld.tasks import APPLIANCE, LAMP_STANDS, LAMPS, TaskSpec, goal_pddl, is_movable_receptacle
@@ -39,7 +39,6 @@ class Scenario:
     task: TaskSpec
     objects: list[PlacedObject]
     agent_location: str
-    extra: dict = field(default_factory=dict)
 
 
 def _object_id(otype: str, receptacle: Receptacle, rng: random.Random, taken: set[str]) -> str:

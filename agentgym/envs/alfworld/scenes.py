@@ -139,7 +139,8 @@ def load_room(scene: int) -> Room:
         lo, hi = EXTRA_INSTANCES.get(rtype, (1, 1))
         for _ in range(rng.randint(lo, hi)):
             x, z = rng.choice(floor)
-            rid = f"{rtype}|{x + rng.uniform(-0.6, 0.6):+06.2f}|{rng.uniform(0.0, 1.6):+06.2f}|{z + rng.uniform(-0.6, 0.6):+06.2f}"
+            dx, y, dz = rng.uniform(-0.6, 0.6), rng.uniform(0.0, 1.6), rng.uniform(-0.6, 0.6)
+            rid = f"{rtype}|{x + dx:+06.2f}|{y:+06.2f}|{z + dz:+06.2f}"
             add(rid, rtype, x, z, rng.choice([0, 90, 180, 270]), rng.choice([0, 30, 45, 60]))
     while len(receptacles) > MAX_RECEPTACLES:
         counts: dict[str, int] = {}
