@@ -77,8 +77,8 @@ class Args:
     """optimizer steps per pass"""
     micro_batch_size: int = 8
     """sequences per forward pass (gradient accumulation)"""
-    learning_rate: float = 1e-3
-    """AdamW learning rate (1e-3 suits the tiny model; real models want ~1e-6)"""
+    learning_rate: float = 5e-4
+    """AdamW learning rate (5e-4 suits the tiny model; real models want ~1e-6)"""
     weight_decay: float = 0.0
     """AdamW weight decay"""
     max_grad_norm: float = 1.0

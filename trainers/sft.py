@@ -26,19 +26,19 @@ class Args:
     """split the expert plays"""
     model: str = "tiny"
     """local checkpoint directory, or `tiny` / `tiny-small` to build one offline"""
-    num_episodes: int = 256
+    num_episodes: int = 128
     """expert episodes to collect"""
     layout: Literal["concat", "window"] = "concat"
     """token layout, as in trainers/grpo.py"""
     window: int = 2
     """window layout: past turns kept in the prompt"""
-    num_steps: int = 150
+    num_steps: int = 100
     """optimizer steps"""
     batch_size: int = 16
     """sequences per optimizer step"""
     micro_batch_size: int = 16
     """sequences per forward pass"""
-    learning_rate: float = 2e-3
+    learning_rate: float = 3e-3
     """AdamW learning rate (constant after a short warmup)"""
     warmup_steps: int = 10
     """linear warmup steps"""
