@@ -202,3 +202,14 @@ def test_default_data_is_generated_once_into_the_cache(tmp_path, monkeypatch):
     env = gym.make("ALFWorld-v0", split="valid_unseen")
     assert len(env.unwrapped.games) == 2 and env.unwrapped.games[0].path.startswith(roots[0])
     env.close()
+
+
+def test_loader_skips_unsolvable_movable_and_sliced_trials(tmp_path):
+    files = generate(str(tmp_path), 6, seed=8)
+    game = json.load(open(files[0]))
+    game["solvable"] = False
+    json.dump(game, open(files[0], "w"))
+    trial = os.path.dirname(files[1])
+    os.rename(os.path.dirname(trial), os.path.dirname(trial) + "-movable")
+    ids = {g.task_id for g in alf_data.find_games(str(tmp_path), "train")}
+    assert len(ids) == 4 and not any("movable" in i for i in ids)
