@@ -117,4 +117,5 @@ def test_no_jvm_outlives_the_interpreter(how):
     if how == "sigkill":
         proc.kill()  # no atexit, no finalizer: the JVM sees its stdin close and exits
     proc.wait(timeout=60)
+    proc.stdout.close()
     assert _gone(jvm, wait=15)

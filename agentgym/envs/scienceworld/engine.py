@@ -87,7 +87,7 @@ def _shutdown(gateway, proc: subprocess.Popen, timeout: float = 5.0) -> None:
     except Exception:
         pass
     try:
-        if proc.poll() is None and proc.stdin is not None:
+        if proc.stdin is not None:
             proc.stdin.close()  # --die-on-broken-pipe: the JVM exits on EOF
     except Exception:
         pass
@@ -97,6 +97,13 @@ def _shutdown(gateway, proc: subprocess.Popen, timeout: float = 5.0) -> None:
         try:
             proc.kill()
             proc.wait(timeout=timeout)
+        except Exception:
+            pass
+    if proc.poll() is None:
+        return  # never close a pipe a drain thread may still be blocked reading
+    for stream in (proc.stdout, proc.stderr):  # the process is gone: the drain threads are at EOF
+        try:
+            stream.close()
         except Exception:
             pass
 
