@@ -2,7 +2,8 @@
 
 Replays the planner expert's trajectories, action for action, through the raw engine (textworld's
 ``PddlEnv`` under alfworld's ``AlfredDemangler``/``AlfredInfos``, asked for the same infos our env
-asks for) and through ``ALFWorld-v0``, interleaved so machine noise hits both alike, and reports
+asks for) and through ``ALFWorld-v0``, alternating step by step so machine noise hits both alike,
+and reports
 per-step time of each and their ratio (target: ours <= 1.05 x raw), our own per-step overhead
 (our step time less the engine's step time inside it, timed in place, and the ratio that implies,
 which machine noise does not blur), reset time (new game, and the same game again, which keeps
@@ -60,24 +61,27 @@ def expert_trajectories(data_path: str, split: str, num_games: int) -> list[tupl
     return out
 
 
-def time_raw(engine, game_file: str, actions: list[str]) -> tuple[float, float]:
-    """(reset seconds incl. load, total step seconds) on the raw engine."""
+def replay(raw_engine, ours, game_file: str, task_id: str, actions: list[str]) -> dict[str, float]:
+    """Reset both on the game, then step both through the actions, alternating step by step so
+    that load from other processes falls on both alike. Returns the seconds spent in each part."""
     t0 = time.perf_counter()
-    engine.load(game_file)
-    engine.reset()
+    raw_engine.load(game_file)
+    raw_engine.reset()
     t1 = time.perf_counter()
+    ours.reset(options={"task_id": task_id})
+    t2 = time.perf_counter()
+    raw_steps = our_steps = 0.0
     for action in actions:
-        engine.step(action)
-    return t1 - t0, time.perf_counter() - t1
-
-
-def time_ours(env, task_id: str, actions: list[str]) -> tuple[float, float]:
-    t0 = time.perf_counter()
-    env.reset(options={"task_id": task_id})
-    t1 = time.perf_counter()
-    for action in actions:
-        env.step(action)
-    return t1 - t0, time.perf_counter() - t1
+        a = time.perf_counter()
+        raw_engine.step(action)
+        b = time.perf_counter()
+        ours.step(action)
+        raw_steps += b - a
+        our_steps += time.perf_counter() - b
+    t3 = time.perf_counter()
+    ours.reset(options={"task_id": task_id})  # same game again: the engine keeps it loaded
+    return {"raw_reset": t1 - t0, "our_reset": t2 - t1, "raw_steps": raw_steps, "our_steps": our_steps,
+            "our_same_reset": time.perf_counter() - t3}
 
 
 _MEMORY_PROBE = """
@@ -148,14 +152,12 @@ def measure(data_path: str | None = None, split: str = "train", num_games: int =
         raw_total = our_total = 0.0
         inside[0] = 0.0
         for task_id, game_file, actions in trajectories:
-            r_reset, r_steps = time_raw(raw_engine, game_file, actions)
-            o_reset, o_steps = time_ours(ours, task_id, actions)
-            o_same, _ = time_ours(ours, task_id, [])  # same game again: the engine keeps it loaded
-            raw_total += r_steps
-            our_total += o_steps
-            raw_reset.append(r_reset)
-            our_reset.append(o_reset)
-            our_same_reset.append(o_same)
+            t = replay(raw_engine, ours, game_file, task_id, actions)
+            raw_total += t["raw_steps"]
+            our_total += t["our_steps"]
+            raw_reset.append(t["raw_reset"])
+            our_reset.append(t["our_reset"])
+            our_same_reset.append(t["our_same_reset"])
         raw_step.append(raw_total / steps)
         our_step.append(our_total / steps)
         overhead.append((our_total - inside[0]) / steps)
