@@ -1,0 +1,41 @@
+"""Our envs against the raw engines they wrap: per-step time ratio, reset time, memory per env.
+
+    python benchmarks/engine_overhead.py [--only alfworld|scienceworld] [--out benchmarks/results/engine_overhead.json]
+
+Runs benchmarks/overhead/alfworld.py and benchmarks/overhead/scienceworld.py (each also runs alone)
+and writes their results side by side. Target: ours at most 1.05 x the raw engine per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"overhead_{name}", HERE / "overhead" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=["alfworld", "scienceworld"], default=None)
+    parser.add_argument("--out", default="benchmarks/results/engine_overhead.json")
+    args = parser.parse_args()
+    results = {}
+    for name in ("alfworld", "scienceworld"):
+        if args.only in (None, name):
+            results[name] = _load(name).measure()
+            print(name, json.dumps(results[name], indent=2), flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
