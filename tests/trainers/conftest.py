@@ -6,12 +6,12 @@ import pytest
 TRAINERS = os.path.join(os.path.dirname(__file__), "..", "..", "trainers")
 sys.path.insert(0, os.path.abspath(TRAINERS))
 
-# Tiny models run fastest on one thread, and CI shares its cores.
-TOOLQA_SMALL = '{"question_kinds": ["single_hop"], "max_turns": 2}'
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(autouse=True)
 def _one_thread():
+    """Tiny models run fastest on one thread, and CI shares its cores."""
     import torch
 
     threads = torch.get_num_threads()

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import grpo
-from conftest import TOOLQA_SMALL
+from trainer_helpers import TOOLQA_SMALL
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]

@@ -6,7 +6,7 @@ import torch
 from safetensors.torch import load_file
 
 import grpo
-from conftest import TOOLQA_SMALL
+from trainer_helpers import TOOLQA_SMALL
 
 VOLATILE = ("time/", "tokens_per_second")
 

@@ -15,7 +15,7 @@ import sft
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.train.evaluate import evaluate
 from agentgym.train.setup import load_model, load_tokenizer
-from conftest import TOOLQA_SMALL
+from trainer_helpers import TOOLQA_SMALL
 
 SAMPLING = SamplingConfig(max_new_tokens=40, temperature=1.0)
 

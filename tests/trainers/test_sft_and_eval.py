@@ -11,7 +11,7 @@ from agentgym.train.evaluate import evaluate
 from agentgym.train.expert import expert_episode
 from agentgym.train.metrics import read_metrics
 from agentgym.train.setup import load_tokenizer
-from conftest import TOOLQA_SMALL
+from trainer_helpers import TOOLQA_SMALL
 
 
 def test_expert_transcript_trains_on_assistant_tokens_only(tmp_path):

@@ -1,0 +1,10 @@
+import doctest
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize("name", ["agentgym.train.advantages", "agentgym.agents.hf"])
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
