@@ -6,6 +6,7 @@
     agentgym expert-data ENV_ID ...    expert episodes as chat JSONL, for cold-start SFT
     agentgym alfworld-generate ...     write ALFWorld-style games in the official layout
     agentgym eval ...                  evaluate a checkpoint or endpoint on an env's split
+    agentgym tiny-model ...            build the tiny test model (random weights, trained tokenizer)
 
 Subcommands that belong to one part of the package live there as ``main(argv)``; this file only
 dispatches, so ``agentgym list`` never imports torch or an engine.
@@ -23,6 +24,7 @@ EXTERNAL = {
     "expert-data": "agentgym.experts:main",
     "alfworld-generate": "agentgym.envs.alfworld.generate:main",
     "eval": "agentgym.train.evaluate:main",
+    "tiny-model": "agentgym.agents.tiny:main",
 }
 
 

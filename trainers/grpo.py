@@ -106,6 +106,13 @@ class Args:
     """show a progress bar"""
     quiet: bool = False
     """do not print the per-step summary line"""
+    # ----- cold start and evaluation -----
+    cold_start_steps: int = 100
+    """with `--model tiny`/`tiny-small`: SFT steps on expert episodes first (trainers/sft.py; 0: none)"""
+    eval_episodes: int = 64
+    """episodes evaluated before and after training on `eval_split` (0: no evaluation)"""
+    eval_split: str = "valid"
+    """split for the before/after evaluation"""
 
 
 def main(args: Args, extension=None) -> list[dict]:
@@ -142,6 +149,8 @@ def main(args: Args, extension=None) -> list[dict]:
     bf16 = args.bf16 and on_gpu
     env_kwargs = {"reward_mode": args.reward_mode, **parse_env_kwargs(args.env_kwargs)}
     base_model = resolve_model_path(args.model, (args.env_id,))
+    if args.model in ("tiny", "tiny-small") and args.cold_start_steps > 0:
+        base_model = cold_start(args)
     checkpoint = None
     if args.resume:
         checkpoint = find_checkpoint(args.output_dir if args.resume == "auto" else args.resume)
@@ -184,6 +193,10 @@ def main(args: Args, extension=None) -> list[dict]:
             episodes, timing = collect_episodes(envs, policy, encoder, padded, rollout_cfg, sampling, reset_options)
         collect.timing = timing
         return [ep for ep in episodes if ep.group < len(seeds)]
+
+    evaluation = {}
+    if args.eval_episodes > 0 and checkpoint is None:
+        evaluation["before"] = run_eval(args, policy, env_kwargs)
 
     history = []
     bar = tqdm(range(start_step, args.num_steps), initial=start_step, total=args.num_steps, disable=not args.progress,
@@ -257,9 +270,52 @@ def main(args: Args, extension=None) -> list[dict]:
                             extra={"data_position": data_position, "prs_schedule": schedule.state_dict(),
                                    "extension": extension.state_dict(), "args": asdict(args)})
     bar.close()
+    if args.eval_episodes > 0:
+        evaluation["after"] = run_eval(args, policy, env_kwargs)
+        logger.log(args.num_steps, {f"eval/{k}/{when}": v for when, r in evaluation.items()
+                                    for k, v in (("success", r["success_rate"]), ("return", r["prs_return"]))})
+        if "before" in evaluation and not args.quiet:
+            b, a = evaluation["before"], evaluation["after"]
+            print(f"{args.env_id} [{args.eval_split}], {args.eval_episodes} episodes: success "
+                  f"{b['success_rate']:.3f} -> {a['success_rate']:.3f}   PRS return {b['prs_return']:.3f} -> "
+                  f"{a['prs_return']:.3f}")
     logger.close()
     envs.close()
     return history
+
+
+def cold_start(args: Args) -> str:
+    """The tiny model after trainers/sft.py's cold start on this env's expert (reused if already there)."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import sft
+
+    final = os.path.join(args.output_dir, "sft", "final")
+    if os.path.isfile(os.path.join(final, "config.json")):
+        return final
+    return sft.main(sft.Args(env_id=args.env_id, env_kwargs=args.env_kwargs, model=args.model,
+                             num_steps=args.cold_start_steps, seed=args.seed, device=args.device,
+                             cpu_threads=args.cpu_threads, output_dir=os.path.join(args.output_dir, "sft"),
+                             quiet=args.quiet))
+
+
+def run_eval(args: Args, policy, env_kwargs: dict) -> dict:
+    """Success rate and PRS return of the current policy on held-out tasks (the same tasks every time)."""
+    import torch
+
+    from agentgym.agents import SamplingConfig
+    from agentgym.train.evaluate import evaluate
+
+    sampling = SamplingConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p)
+    rng_state = torch.get_rng_state()  # evaluation must not shift the training run's random stream
+    torch.manual_seed(args.seed + 1_000_003)
+    try:
+        return evaluate(policy, args.env_id, env_kwargs, args.eval_split, args.eval_episodes,
+                        batch_size=min(32, args.eval_episodes), seed=10_000, sampling=sampling)
+    finally:
+        torch.set_rng_state(rng_state)
 
 
 if __name__ == "__main__":

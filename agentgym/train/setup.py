@@ -56,8 +56,11 @@ def make_env_batch(env_id: str, num_groups: int, group_size: int, backend: str =
         return ListEnvBatch(env_id, num_groups, group_size, env_kwargs)
     from agentgym.vector import make_vec
 
+    # The trainer already runs torch and tokenizer threads; forking a threaded process can deadlock
+    # a worker, so process workers are spawned.
+    extra = {"mp_context": "spawn"} if backend == "process" else {}
     vec = make_vec(env_id, num_envs=num_groups * group_size, group_size=group_size, backend=backend,
-                   **(env_kwargs or {}))
+                   **extra, **(env_kwargs or {}))
     return VecEnvBatch(vec, num_groups, group_size)
 
 

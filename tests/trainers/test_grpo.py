@@ -14,7 +14,8 @@ VOLATILE = ("time/", "tokens_per_second")
 def small_args(tmp_path, **kw):
     base = dict(env_kwargs=TOOLQA_SMALL, num_steps=4, num_groups=2, group_size=2, max_new_tokens=12,
                 micro_batch_size=3, num_epochs=2, num_minibatches=2, beta=0.01, output_dir=str(tmp_path / "run"),
-                save_every=2, progress=False, quiet=True, tensorboard=True, seed=3)
+                save_every=2, progress=False, quiet=True, tensorboard=True, seed=3, cold_start_steps=0,
+                eval_episodes=0)
     base.update(kw)
     return grpo.Args(**base)
 

@@ -37,7 +37,7 @@ def test_grpo_raises_reward_after_sft_cold_start(tmp_path):
     history = grpo.main(grpo.Args(model=cold, env_kwargs=TOOLQA_SMALL, num_steps=steps, num_groups=4, group_size=8,
                                   max_new_tokens=40, prs_schedule="constant", prs_start_stage=0, learning_rate=5e-4,
                                   beta=0.0, output_dir=str(tmp_path / "grpo"), seed=0, save_every=0,
-                                  progress=False, quiet=True, tensorboard=False))
+                                  progress=False, quiet=True, tensorboard=False, eval_episodes=0))
     after = eval_reward(str(tmp_path / "grpo" / "checkpoints" / f"step_{steps}"))
     assert after > before + 0.1, (before, after)
     assert len(history) == steps
