@@ -1,8 +1,6 @@
 import pytest
 
 
-@pytest.fixture(scope="session")
-def tiny_path():
-    from agentgym.agents.tiny import build_tiny_model
-
-    return str(build_tiny_model())
+@pytest.fixture(autouse=True)
+def _one_thread(one_cpu_thread):
+    yield

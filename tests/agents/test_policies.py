@@ -1,8 +1,5 @@
-import json
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 import torch
@@ -44,67 +41,29 @@ def test_importing_agents_does_not_import_vllm_and_asking_for_it_is_clear():
     assert "pip install 'agentgym[vllm]'" in out.stdout
 
 
-class _Handler(BaseHTTPRequestHandler):
-    calls = []
-    fail_first = 0
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).calls.append((self.path, self.headers.get("Authorization"), body))
-        if type(self).fail_first > 0:
-            type(self).fail_first -= 1
-            self.send_response(503)
-            self.end_headers()
-            self.wfile.write(b"busy")
-            return
-        last = body["messages"][-1]["content"]
-        reply = {"choices": [{"message": {"role": "assistant", "content": f"<answer>{last}</answer>"},
-                              "finish_reason": "stop",
-                              "logprobs": {"content": [{"token": "x", "logprob": -0.5}, {"token": "y", "logprob": -1.0}]}}]}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def server():
-    _Handler.calls, _Handler.fail_first = [], 0
-    httpd = HTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-
-
-def test_openai_policy_against_a_local_server(server):
-    policy = OpenAIPolicy(server, "my-model", api_key="k", sampling=SamplingConfig(max_new_tokens=5, temperature=0))
+def test_openai_policy_against_a_local_server(chat_server):
+    policy = OpenAIPolicy(chat_server.url, "my-model", api_key="k", sampling=SamplingConfig(max_new_tokens=5, temperature=0))
     out = policy.generate([[{"role": "user", "content": "q1"}], [{"role": "user", "content": "q2"}]])
     assert [c.text for c in out] == ["<answer>q1</answer>", "<answer>q2</answer>"]
     assert out[0].logprobs == [-0.5, -1.0] and out[0].token_ids == []
-    path, auth, body = _Handler.calls[0]
+    path, auth, body = chat_server.requests[0]
     assert path == "/v1/chat/completions" and auth == "Bearer k"
     assert body["model"] == "my-model" and body["max_tokens"] == 5 and body["temperature"] == 0
     assert policy.act([{"role": "user", "content": "z"}]) == "<answer>z</answer>"
 
 
-def test_openai_policy_retries_then_succeeds(server):
-    _Handler.fail_first = 2
-    policy = OpenAIPolicy(server, "m", max_retries=2, backoff=0.01)
+def test_openai_policy_retries_then_succeeds(chat_server):
+    chat_server.replies = [503, 503]
+    policy = OpenAIPolicy(chat_server.url, "m", max_retries=2, backoff=0.01)
     assert policy.act([{"role": "user", "content": "q"}]) == "<answer>q</answer>"
-    assert len(_Handler.calls) == 3
+    assert len(chat_server.requests) == 3
 
 
-def test_openai_policy_gives_up_with_a_clear_error(server):
-    _Handler.fail_first = 5
+def test_openai_policy_gives_up_with_a_clear_error(chat_server):
+    chat_server.replies = [503] * 5
     with pytest.raises(OpenAIRequestError, match="503.*after 2 attempts"):
-        OpenAIPolicy(server, "m", max_retries=1, backoff=0.01).act([{"role": "user", "content": "q"}])
+        OpenAIPolicy(chat_server.url, "m", max_retries=1, backoff=0.01).act([{"role": "user", "content": "q"}])
     with pytest.raises(OpenAIRequestError, match="cannot reach"):
         OpenAIPolicy("http://127.0.0.1:9/v1", "m", max_retries=0, timeout=2).act([{"role": "user", "content": "q"}])
     with pytest.raises(TypeError):
-        OpenAIPolicy(server, "m").generate([[1, 2, 3]])
+        OpenAIPolicy(chat_server.url, "m").generate([[1, 2, 3]])

@@ -1,7 +1,3 @@
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
-
 import pytest
 
 from agentgym.rewards.judges import (JudgeOutputError, JudgeUnavailable, OpenAIJudge, ReferenceCoverageJudge,
@@ -50,51 +46,21 @@ def test_parse_judge_score():
     assert parse_judge_score("no score") is None
 
 
-class _Handler(BaseHTTPRequestHandler):
-    replies: list = []
-    requests: list = []
-
-    def do_POST(self):  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        _Handler.requests.append(body)
-        reply = _Handler.replies.pop(0) if _Handler.replies else "SCORE: 5"
-        data = json.dumps({"choices": [{"message": {"content": reply}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def server():
-    httpd = HTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    _Handler.replies, _Handler.requests = [], []
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
-
-
-def test_openai_judge_against_a_local_server(server):
-    _Handler.replies = ["Covers most facts.\nSCORE: 8"]
-    judge = make_judge("openai", base_url=server, model="judge", timeout=5)
+def test_openai_judge_against_a_local_server(chat_server):
+    chat_server.replies = ["Covers most facts.\nSCORE: 8"]
+    judge = make_judge("openai", base_url=chat_server.url, model="judge", timeout=5)
     result = judge.score("q", INJECTION, REFERENCE)
     assert result.score == pytest.approx(0.8)
-    sent = _Handler.requests[0]
+    sent = chat_server.requests[0][2]
     assert sent["model"] == "judge" and "<<<ANSWER-" in sent["messages"][1]["content"]
 
 
-def test_openai_judge_retries_then_reports_bad_output(server):
-    _Handler.replies = ["no score here", "SCORE: 6"]
-    assert OpenAIJudge(server, "m", retries=1, timeout=5).score("q", "a", "r").score == pytest.approx(0.6)
-    _Handler.replies = ["nothing", "nothing", "nothing"]
+def test_openai_judge_retries_then_reports_bad_output(chat_server):
+    chat_server.replies = ["no score here", "SCORE: 6"]
+    assert OpenAIJudge(chat_server.url, "m", retries=1, timeout=5).score("q", "a", "r").score == pytest.approx(0.6)
+    chat_server.replies = ["nothing", "nothing", "nothing"]
     with pytest.raises(JudgeOutputError):
-        OpenAIJudge(server, "m", retries=2, timeout=5).score("q", "a", "r")
+        OpenAIJudge(chat_server.url, "m", retries=2, timeout=5).score("q", "a", "r")
 
 
 def test_openai_judge_endpoint_down_is_an_error_not_a_zero():

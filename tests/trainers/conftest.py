@@ -10,11 +10,5 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models run fastest on one thread, and CI shares its cores."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _one_thread(one_cpu_thread):
     yield
-    torch.set_num_threads(threads)

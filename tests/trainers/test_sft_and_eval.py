@@ -1,6 +1,4 @@
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import gymnasium as gym
 
@@ -48,31 +46,18 @@ def test_eval_cli_on_the_tiny_model(tmp_path, capsys):
     assert result["num_episodes"] == 4 and set(result["terms"]) == {"format", "tool", "answer"}
 
 
-class _Expertish(BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        turn = sum(m["role"] == "assistant" for m in body["messages"])
-        text = ('<tool_call>{"name": "search", "arguments": {"query": "x"}}</tool_call>' if turn == 0
-                else "<answer>nobody</answer>")
-        data = json.dumps({"choices": [{"message": {"content": text}, "finish_reason": "stop"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *a):
-        pass
+def expertish(body):
+    """A search on the first turn, then a (wrong) answer."""
+    if not any(m["role"] == "assistant" for m in body["messages"]):
+        return '<tool_call>{"name": "search", "arguments": {"query": "x"}}</tool_call>'
+    return "<answer>nobody</answer>"
 
 
-def test_evaluate_through_an_openai_compatible_endpoint():
+def test_evaluate_through_an_openai_compatible_endpoint(chat_server):
     from agentgym.agents import OpenAIPolicy
 
-    httpd = HTTPServer(("127.0.0.1", 0), _Expertish)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        policy = OpenAIPolicy(f"http://127.0.0.1:{httpd.server_address[1]}/v1", "m", max_retries=0)
-        result = evaluate(policy, "ToolQA-v0", json.loads(TOOLQA_SMALL), "test", num_episodes=4, batch_size=2)
-    finally:
-        httpd.shutdown()
+    chat_server.reply = expertish
+    policy = OpenAIPolicy(chat_server.url, "m", max_retries=0)
+    result = evaluate(policy, "ToolQA-v0", json.loads(TOOLQA_SMALL), "test", num_episodes=4, batch_size=2)
     assert result["terms"]["format"] == 1.0 and result["turns"] == 2.0
     assert result["success_rate"] == 0.0 and 0.1 <= result["prs_return"] < 1.0
