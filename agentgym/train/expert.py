@@ -1,7 +1,7 @@
 """Expert transcripts as training samples, for the SFT cold start (SPEC §5).
 
 Any env made with ``expert=True`` puts its oracle's next action in ``info["expert_action"]``. We
-play that expert and lay each episode out exactly as the RL rollout would have (same chat template,
+play that expert (:mod:`agentgym.experts`) and lay each episode out exactly as the RL rollout would have (same chat template,
 same layout): each action as its tokens plus the end-of-turn token, with loss, and everything the
 template and the env wrote without. So SFT trains the model on the very token sequences GRPO will
 later sample from.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentgym.experts import play_expert_episode
 from agentgym.prompts import episode_to_messages
 from agentgym.train.chat import ChatEncoder, window_prompt_ids
 from agentgym.train.samples import Sample
@@ -24,39 +25,39 @@ def action_ids(encoder: ChatEncoder, action: str) -> list[int]:
 
 def expert_episode(env, encoder: ChatEncoder, seed: int, layout: str = "concat", window: int | None = 2,
                    reset_options: dict[str, Any] | None = None, only_successful: bool = True) -> tuple[list[Sample], dict]:
-    """Play one expert episode of ``env`` (made with ``expert=True``); its samples and final info.
+    """Play one expert episode of ``env`` (made with ``expert=True``); its samples and its record
+    (:func:`agentgym.experts.play_expert_episode`: messages, success, return, terms).
 
-    Returns no samples when ``only_successful`` and the expert failed (or had no action to give).
+    Returns no samples when ``only_successful`` and the expert failed.
     """
-    obs, info = env.reset(seed=seed, options=dict(reset_options or {}))
-    system, observations, actions = info["system_prompt"], [obs], []
-    if layout == "concat":
-        ids = encoder.prompt_ids(episode_to_messages(system, observations, actions))
-        mask = [0] * len(ids)
-    samples: list[Sample] = []
-    done = False
-    while not done:
-        action = info.get("expert_action")
-        if action is None:
-            return [], info
-        messages = episode_to_messages(system, observations, actions)
-        completion = action_ids(encoder, action)
-        if layout == "window":
-            prompt = window_prompt_ids(encoder, system, observations, actions, window)
+    record = play_expert_episode(env, seed=seed, options=dict(reset_options or {}))
+    if only_successful and not record["success"]:
+        return [], record
+    return episode_samples_from_messages(record["messages"], encoder, layout, window), record
+
+
+def episode_samples_from_messages(messages: list[dict], encoder: ChatEncoder, layout: str = "concat",
+                                  window: int | None = 2) -> list[Sample]:
+    """SFT samples from an episode's chat messages (system, user, assistant, ..., assistant)."""
+    system = messages[0]["content"]
+    observations = [m["content"] for m in messages if m["role"] == "user"]
+    actions = [m["content"] for m in messages if m["role"] == "assistant"]
+    if layout == "window":
+        samples = []
+        for t, action in enumerate(actions):
+            prompt = window_prompt_ids(encoder, system, observations[: t + 1], actions[:t], window)
+            completion = action_ids(encoder, action)
             samples.append(Sample(prompt + completion, [0] * len(prompt) + [1] * len(completion), 1.0))
-        obs, _, terminated, truncated, info = env.step(action)
-        done = terminated or truncated
-        if layout == "concat":
-            ids += completion
-            mask += [1] * len(completion)
-            if not done:
-                env_ids = encoder.env_turn_ids(messages, action, obs, stopped=True)
-                ids += env_ids
-                mask += [0] * len(env_ids)
-        actions.append(action)
-        observations.append(obs)
-    if only_successful and not info.get("success", False):
-        return [], info
-    if layout == "concat":
-        samples = [Sample(ids, mask, 1.0)]
-    return samples, info
+        return samples
+    ids = encoder.prompt_ids(episode_to_messages(system, observations[:1], []))
+    mask = [0] * len(ids)
+    for t, action in enumerate(actions):
+        completion = action_ids(encoder, action)
+        ids += completion
+        mask += [1] * len(completion)
+        if t + 1 < len(observations):
+            env_ids = encoder.env_turn_ids(episode_to_messages(system, observations[: t + 1], actions[:t]), action,
+                                           observations[t + 1], stopped=True)
+            ids += env_ids
+            mask += [0] * len(env_ids)
+    return [Sample(ids, mask, 1.0)]
