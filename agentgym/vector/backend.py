@@ -52,6 +52,28 @@ class Backend(ABC):
         return [None] * self.num_envs
 
     # ----- shared -----------------------------------------------------------------------------
+    @staticmethod
+    def _per_worker(jobs: Mapping[int, Job], worker_of: Sequence[int]) -> dict[int, dict[int, Job]]:
+        """The jobs grouped by the worker holding each env."""
+        by_worker: dict[int, dict[int, Job]] = {}
+        for i, job in jobs.items():
+            by_worker.setdefault(worker_of[i], {})[i] = job
+        return by_worker
+
+    @staticmethod
+    def _per_env(by_worker: Mapping[int, Mapping[int, Job]], answers: Mapping[int, tuple]) -> dict[int, Result]:
+        """Workers' answers (``("ok", results)``, ``("error", ...)``, ``("failed", reason)``) as one
+        result per env: a worker that failed answers a fault for every env it held."""
+        results: dict[int, Result] = {}
+        for w, answer in answers.items():
+            if answer[0] == "ok":
+                results.update(answer[1])
+            else:
+                reason = answer[1] if answer[0] == "failed" else f"worker error: {answer[1]}"
+                for i in by_worker[w]:
+                    results[i] = ("fault", reason, "")
+        return results
+
     def call(self, name: str, args: tuple = (), kwargs: dict | None = None) -> list[Any]:
         kwargs = dict(kwargs or {})
         out = self._call(name, tuple(args), kwargs)

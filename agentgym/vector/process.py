@@ -232,19 +232,9 @@ class ProcessBackend(Backend):
 
     # ----- the backend interface -----------------------------------------------------------
     def run(self, jobs: Mapping[int, Job], timeout: float | None = None) -> dict[int, Result]:
-        by_worker: dict[int, dict[int, Job]] = {}
-        for i, job in jobs.items():
-            by_worker.setdefault(self.worker_of[i], {})[i] = job
+        by_worker = self._per_worker(jobs, self.worker_of)
         answers = self._exchange({w: ("run", batch) for w, batch in by_worker.items()}, timeout)
-        results: dict[int, Result] = {}
-        for w, answer in answers.items():
-            if answer[0] == "ok":
-                results.update(answer[1])
-            else:
-                reason = answer[1] if answer[0] == "failed" else f"worker error: {answer[1]}"
-                for i in by_worker[w]:
-                    results[i] = ("fault", reason, "")
-        return results
+        return self._per_env(by_worker, answers)
 
     def _call(self, name: str, args: tuple, kwargs: dict) -> list[Any]:
         merged: dict[int, Any] = {}

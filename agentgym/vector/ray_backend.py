@@ -123,19 +123,9 @@ class RayBackend(Backend):
         return answers
 
     def run(self, jobs: Mapping[int, Job], timeout: float | None = None) -> dict[int, Result]:
-        by_worker: dict[int, dict[int, Job]] = {}
-        for i, job in jobs.items():
-            by_worker.setdefault(self.worker_of[i], {})[i] = job
+        by_worker = self._per_worker(jobs, self.worker_of)
         refs = {w: self.actors[w].run.remote(batch) for w, batch in by_worker.items()}
-        results: dict[int, Result] = {}
-        for w, answer in self._gather(refs, timeout).items():
-            if answer[0] == "ok":
-                results.update(answer[1])
-            else:
-                reason = answer[1] if answer[0] == "failed" else f"worker error: {answer[1]}"
-                for i in by_worker[w]:
-                    results[i] = ("fault", reason, "")
-        return results
+        return self._per_env(by_worker, self._gather(refs, timeout))
 
     def _broadcast(self, method: str, args_for) -> dict[int, Any]:
         """Call ``method(*args_for(w))`` on every actor; merge the per-env answers."""
