@@ -4,7 +4,10 @@ For each env (ToolQA-v0, ALFWorld-v0, ScienceWorld-v0) and each batch size (1, 2
 
 - ``sequential``: the envs made with ``gym.make`` in this process, stepped one after another;
 - ``sync``, ``process``, ``ray``: ``agentgym.make_vec`` with that backend;
-- ``gym_async``: ``gymnasium.vector.AsyncVectorEnv(shared_memory=False)``.
+- ``gym_async``: ``gymnasium.vector.AsyncVectorEnv(shared_memory=False)``;
+- ``process_ready``, ``ray_ready``: the process and ray backends driven ready-first with
+  ``send()``/``recv()``: each env gets its next action (or its reset) as soon as its own result is
+  back, instead of waiting for the whole batch.
 
 Every mode plays the same cheap but realistic policy: the env's expert action where the expert is
 cheap (ToolQA's oracle tool plan, ScienceWorld's gold path), else a random admissible action
@@ -35,7 +38,9 @@ import agentgym
 from agentgym.vector import AutoresetMode
 
 ENVS = ("ToolQA-v0", "ALFWorld-v0", "ScienceWorld-v0")
-MODES = ("sequential", "sync", "process", "ray", "gym_async")
+MODES = ("sequential", "sync", "process", "ray", "gym_async", "process_ready", "ray_ready")
+# Ready-first modes: the same backends driven through send()/recv() instead of lockstep step().
+READY_MODES = {"process_ready": "process", "ray_ready": "ray"}
 # How each env picks its actions: "expert" reads info["expert_action"], "admissible" draws from
 # info["admissible_actions"].
 POLICY = {"ToolQA-v0": "expert", "ALFWorld-v0": "admissible", "ScienceWorld-v0": "expert"}
@@ -144,6 +149,48 @@ class VectorRunner:
         self.vec.close()
 
 
+class ReadyRunner:
+    """An agentgym vector env driven ready-first: ``recv()`` whichever envs are done, send each
+    its next action, or its reset (same seeds as the other modes) if its episode ended."""
+
+    def __init__(self, env_id: str, n: int, backend: str):
+        self.vec = agentgym.make_vec(env_id, n, backend=backend, **env_kwargs(env_id))
+        self.n = n
+        self.policy = Policy(env_id, n)
+        self.episodes = np.zeros(n, dtype=int)
+        self.errors = 0
+        self.vec.send_reset(seed=[episode_seed(i, 0) for i in range(n)])
+
+    def batch_step(self) -> int:
+        batch = self.vec.recv(min_envs=1)
+        infos = batch.infos
+        self.errors += int(np.sum(infos.get("_error", np.zeros(len(batch.env_ids), bool))))
+        steps, to_step, to_reset = 0, [], []
+        for k, i in enumerate(batch.env_ids.tolist()):
+            for key in ("expert_action", "admissible_actions"):
+                if key in infos and infos[f"_{key}"][k]:
+                    self.policy.last[i] = {**self.policy.last[i], key: infos[key][k]}
+            steps += not batch.resets[k]
+            (to_reset if batch.terminated[k] or batch.truncated[k] else to_step).append(i)
+        if to_reset:
+            self.episodes[to_reset] += 1
+            self.vec.send_reset(to_reset, seed=[episode_seed(i, int(k)) for i, k in enumerate(self.episodes)])
+        if to_step:
+            self.vec.send([self.policy.act(i) for i in to_step], to_step)
+        return steps
+
+    def close(self) -> None:
+        self.vec.close()
+
+
+def make_runner(env_id: str, n: int, mode: str):
+    if mode == "sequential":
+        return SequentialRunner(env_id, n)
+    if mode in READY_MODES:
+        return ReadyRunner(env_id, n, READY_MODES[mode])
+    return VectorRunner(env_id, n, mode)
+
+
 def make_vector(env_id: str, n: int, mode: str):
     kwargs = env_kwargs(env_id)
     if mode == "gym_async":
@@ -176,7 +223,7 @@ def bench_config(env_id: str, n: int, modes, seconds: float, warmup: int, rounds
                       "steps": 0, "seconds": 0.0}
         t0 = time.perf_counter()
         try:
-            runners[mode] = SequentialRunner(env_id, n) if mode == "sequential" else VectorRunner(env_id, n, mode)
+            runners[mode] = make_runner(env_id, n, mode)
             rows[mode]["setup_s"] = time.perf_counter() - t0
         except Exception as e:  # noqa: BLE001  a mode that fails is reported, not fatal
             rows[mode]["error"] = f"{type(e).__name__}: {e}"
@@ -230,7 +277,7 @@ def table(results: list[dict]) -> str:
     for env_id in dict.fromkeys(r["env"] for r in results):
         sizes = sorted({r["num_envs"] for r in results if r["env"] == env_id})
         lines.append(f"\n{env_id} (env steps/s; x = speed-up over sequential)")
-        lines.append(f"{'mode':<11}" + "".join(f"{n:>16}" for n in sizes))
+        lines.append(f"{'mode':<14}" + "".join(f"{n:>16}" for n in sizes))
         for mode in MODES:
             cells = []
             for n in sizes:
@@ -242,7 +289,7 @@ def table(results: list[dict]) -> str:
                 else:
                     x = f" ({row['steps_per_s'] / base['steps_per_s']:.2f}x)" if base else ""
                     cells.append(f"{row['steps_per_s']:>9.1f}{x:>7}")
-            lines.append(f"{mode:<11}" + "".join(cells))
+            lines.append(f"{mode:<14}" + "".join(cells))
     return "\n".join(lines)
 
 
@@ -260,14 +307,14 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
 
-    if "ray" in args.modes:
+    if "ray" in args.modes or "ray_ready" in args.modes:
         try:
             import ray
 
             ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
         except ImportError:
             print("ray is not installed: skipping the ray backend")
-            args.modes = [m for m in args.modes if m != "ray"]
+            args.modes = [m for m in args.modes if m not in ("ray", "ray_ready")]
 
     results: list[dict] = []
     skipped: dict[str, str] = {}
@@ -282,10 +329,10 @@ def main(argv=None) -> None:
                                     args.max_live_envs):
                 results.append(row)
                 if "steps_per_s" in row:
-                    print(f"{env_id:<16} n={n} {row['mode']:<10} {row['steps_per_s']:8.1f} steps/s "
+                    print(f"{env_id:<16} n={n} {row['mode']:<13} {row['steps_per_s']:8.1f} steps/s "
                           f"(setup {row['setup_s']:.1f}s)", flush=True)
                 else:
-                    print(f"{env_id:<16} n={n} {row['mode']:<10} FAILED {row.get('error')}", flush=True)
+                    print(f"{env_id:<16} n={n} {row['mode']:<13} FAILED {row.get('error')}", flush=True)
     report = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                           "python": platform.python_version()},
               "settings": {"seconds": args.seconds, "warmup": args.warmup, "rounds": args.rounds,

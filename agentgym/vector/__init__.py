@@ -3,6 +3,6 @@
 from gymnasium.vector import AutoresetMode
 
 from agentgym.vector.make import make_vec, vector_entry_point
-from agentgym.vector.vector_env import BACKENDS, AgentVectorEnv
+from agentgym.vector.vector_env import BACKENDS, AgentVectorEnv, ReadyBatch
 
-__all__ = ["make_vec", "AgentVectorEnv", "AutoresetMode", "BACKENDS", "vector_entry_point"]
+__all__ = ["make_vec", "AgentVectorEnv", "ReadyBatch", "AutoresetMode", "BACKENDS", "vector_entry_point"]

@@ -1,10 +1,18 @@
 """What a backend does for the vector env, and the in-process (``sync``) backend.
 
 A backend owns ``num_envs`` envs, numbered ``0..num_envs-1``, wherever they live. The vector env
-hands it a batch of jobs (see :mod:`agentgym.vector.host`) keyed by env index and gets one result
-per job back. Faults come back as ``("fault", message, ...)`` results, never as exceptions: a
-backend whose worker died or hung answers a fault for each env that worker held, restarts the
-worker and carries on.
+hands it jobs (see :mod:`agentgym.vector.host`) keyed by env index and gets one result per job
+back, in one of two ways:
+
+- ``run(jobs)``: the lockstep way. Every job starts, and the call returns when all have finished.
+- ``submit(jobs)`` then ``poll(min_results)``: the ready-first way. ``submit`` returns at once;
+  each ``poll`` returns the results that are ready (at least ``min_results`` of them), so a slow
+  env (a reset that loads a new game) no longer holds up the others. An env takes one job at a
+  time.
+
+Faults come back as ``("fault", message, ...)`` results, never as exceptions: a backend whose
+worker died or hung answers a fault for each job that worker had, restarts the worker and carries
+on.
 """
 
 from __future__ import annotations
@@ -32,8 +40,33 @@ class Backend(ABC):
 
     # ----- what each backend implements ------------------------------------------------------
     @abstractmethod
+    def submit(self, jobs: Mapping[int, Job], timeout: float | None = None, *, ready_first: bool = False) -> None:
+        """Start the jobs and return at once. ``timeout``: seconds each may run once started.
+
+        ``ready_first``: results come back env by env as each finishes (a worker holding several
+        envs answers for each separately) rather than a worker's whole share at once.
+        """
+
+    @abstractmethod
+    def poll(self, min_results: int = 1, wait: float | None = None) -> dict[int, Result]:
+        """Results of finished jobs, one per env, each returned once. Blocks until at least
+        ``min_results`` are ready (fewer if fewer are in flight) or ``wait`` seconds have passed."""
+
+    @property
+    @abstractmethod
+    def in_flight(self) -> frozenset[int]:
+        """The envs with a job submitted and not yet returned by ``poll``."""
+
     def run(self, jobs: Mapping[int, Job], timeout: float | None = None) -> dict[int, Result]:
         """Run the jobs, in parallel where the backend can; one result per job."""
+        busy = self.in_flight & set(jobs)
+        if busy:
+            raise RuntimeError(f"envs {sorted(busy)} already have a job in flight")
+        self.submit(jobs, timeout)
+        results: dict[int, Result] = {}
+        while len(results) < len(jobs):
+            results.update(self.poll(len(jobs) - len(results)))
+        return results
 
     @abstractmethod
     def _call(self, name: str, args: tuple, kwargs: dict) -> list[Any]: ...
@@ -104,9 +137,30 @@ class SyncBackend(Backend):
         super().__init__(factory, num_envs, sticky_calls)
         self.host = EnvHost(factory, list(range(self.num_envs)), sticky_calls=self.sticky_calls)
         self.env_description = self.host.describe_env()
+        self.queue: dict[int, Job] = {}  # submitted, not run yet: run by poll, in order
 
     def run(self, jobs: Mapping[int, Job], timeout: float | None = None) -> dict[int, Result]:
+        if self.queue:
+            return super().run(jobs, timeout)
         return self.host.run(jobs)
+
+    def submit(self, jobs: Mapping[int, Job], timeout: float | None = None, *, ready_first: bool = False) -> None:
+        busy = set(jobs) & set(self.queue)
+        if busy:
+            raise RuntimeError(f"envs {sorted(busy)} already have a job in flight")
+        self.queue.update(jobs)
+
+    def poll(self, min_results: int = 1, wait: float | None = None) -> dict[int, Result]:
+        """Runs queued jobs, oldest first, until ``min_results`` are done (nothing runs elsewhere)."""
+        results: dict[int, Result] = {}
+        while self.queue and len(results) < max(1, min_results):
+            i = next(iter(self.queue))
+            results.update(self.host.run({i: self.queue.pop(i)}))
+        return results
+
+    @property
+    def in_flight(self) -> frozenset[int]:
+        return frozenset(self.queue)
 
     def _call(self, name: str, args: tuple, kwargs: dict) -> list[Any]:
         out = self.host.call(list(range(self.num_envs)), name, args, kwargs)

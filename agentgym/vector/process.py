@@ -12,10 +12,12 @@ from __future__ import annotations
 import atexit
 import multiprocessing as mp
 import os
+import pickle
 import select
 import signal
 import time
 import weakref
+from collections import deque
 from typing import Any, Mapping, Sequence
 
 from agentgym.vector.backend import Backend
@@ -59,6 +61,25 @@ def default_start_method() -> str:
     return "fork" if "fork" in mp.get_all_start_methods() else "spawn"
 
 
+# A worker is sent more while it is busy only as long as what it has not read yet stays well
+# inside a pipe's buffer (64 KiB on Linux): otherwise the parent could block writing to a worker
+# that is itself blocked writing an answer the parent is not reading yet.
+_PIPE_BUDGET = 32 * 1024
+
+
+class _Ticket:
+    """One message sent to a worker and not fully answered yet: a ``run`` with the envs whose
+    results are still due, or a command (``envs`` None)."""
+
+    __slots__ = ("envs", "timeout", "deadline", "nbytes")
+
+    def __init__(self, envs: set[int] | None, timeout: float | None, nbytes: int):
+        self.envs = envs
+        self.timeout = timeout
+        self.deadline = float("inf")
+        self.nbytes = nbytes
+
+
 class _Worker:
     def __init__(self, process, conn, indices: list[int]):
         self.process = process
@@ -66,14 +87,33 @@ class _Worker:
         self.indices = indices
         self.ready = False
         self.description: dict[str, Any] | None = None
-        # One poll object per pipe, made once: Connection.poll builds a selector on every call,
-        # which costs as much as a cheap env's step.
+        # Messages sent and not fully answered, oldest first: a worker answers in order, and only
+        # the oldest one's clock runs. Messages that would overfill the pipe wait in the outbox.
+        self.tickets: deque[_Ticket] = deque()
+        self.outbox: deque[tuple[bytes, _Ticket]] = deque()
+        self.unread = 0  # bytes sent and not answered yet
         self.poller = select.poll()
         self.poller.register(conn.fileno(), select.POLLIN)
 
-    def wait_readable(self, timeout: float | None) -> bool:
-        """Whether the pipe has data (or end-of-file) within ``timeout`` seconds (None: forever)."""
-        return bool(self.poller.poll(None if timeout is None else max(0, int(timeout * 1000 + 0.999))))
+    def start_clock(self, ticket: _Ticket, now: float, startup_timeout: float | None) -> None:
+        if ticket.timeout is None:
+            ticket.deadline = float("inf")
+        else:
+            allowance = 0.0 if self.ready else (startup_timeout if startup_timeout is not None else float("inf"))
+            ticket.deadline = now + ticket.timeout + allowance
+
+    def flush(self, now: float, startup_timeout: float | None) -> None:
+        """Write queued messages while the pipe has room for them (always one to an idle worker)."""
+        while self.outbox and (not self.tickets or self.unread + len(self.outbox[0][0]) <= _PIPE_BUDGET):
+            data, ticket = self.outbox.popleft()
+            if not self.tickets:
+                self.start_clock(ticket, now, startup_timeout)
+            self.tickets.append(ticket)
+            self.unread += ticket.nbytes
+            try:
+                self.conn.send_bytes(data)
+            except (BrokenPipeError, EOFError, OSError):
+                pass  # dead: its pipe also reads as end-of-file, which the next poll turns into faults
 
 
 class WorkerFailure(RuntimeError):
@@ -104,6 +144,8 @@ class ProcessBackend(Backend):
         self.restarts = 0
         self.workers: list[_Worker] = []
         self.worker_of: list[int] = []
+        self._in_flight: set[int] = set()
+        self._answers: dict[int, tuple] = {}  # command answers, by worker
         for w, start in enumerate(range(0, self.num_envs, self.envs_per_worker)):
             indices = list(range(start, min(start + self.envs_per_worker, self.num_envs)))
             self.worker_of += [w] * len(indices)
@@ -162,62 +204,116 @@ class ProcessBackend(Backend):
         self.restarts += 1
 
     # ----- messaging -----------------------------------------------------------------------
-    def _exchange(self, messages: Mapping[int, tuple], timeout: float | None) -> dict[int, tuple]:
-        """Send every message, then collect every answer: ``{worker: ("ok"|"error"|"failed", payload)}``.
+    def _send(self, w: int, message: tuple, envs: set[int] | None, timeout: float | None) -> None:
+        worker = self.workers[w]
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        worker.outbox.append((data, _Ticket(envs, timeout, len(data))))
+        if envs is not None:
+            self._in_flight.update(envs)
+        worker.flush(time.monotonic(), self.startup_timeout)
 
-        A worker that died, hung past ``timeout`` (plus the startup allowance if it is still
-        starting) or failed to start answers ``("failed", reason)`` and has been restarted.
-        """
-        answers: dict[int, tuple] = {}
-        deadlines: dict[int, float] = {}
-        now = time.monotonic()
-        for w, message in messages.items():
-            worker = self.workers[w]
+    def _fail(self, w: int, reason: str, results: dict[int, Result]) -> None:
+        """Worker ``w`` died or hung: fault every job it had, answer its commands, restart it."""
+        worker = self.workers[w]
+        for ticket in [*worker.tickets, *(t for _, t in worker.outbox)]:
+            if ticket.envs is None:
+                self._answers[w] = ("failed", reason)
+            else:
+                for i in ticket.envs:
+                    results[i] = ("fault", reason, "")
+                    self._in_flight.discard(i)
+        worker.tickets.clear()
+        worker.outbox.clear()
+        self._restart(w)
+
+    def _take_answer(self, w: int, message: tuple, results: dict[int, Result], now: float) -> None:
+        worker = self.workers[w]
+        if message[0] in ("ready", "init_error"):  # a restarted worker has built its envs
             try:
-                worker.conn.send(message)
-            except (BrokenPipeError, EOFError, OSError):
-                answers[w] = ("failed", f"worker process died (exit code {worker.process.exitcode})")
-                continue
-            allowance = 0.0 if worker.ready else (self.startup_timeout or float("inf"))
-            deadlines[w] = now + (timeout if timeout is not None else float("inf")) + allowance
-        # Answers are read worker by worker: the batch takes as long as its slowest worker anyway,
-        # and a plain poll per pipe is cheaper than a selector over all of them. A dead worker's
-        # pipe reads as end-of-file, so death shows up here as well as a hang does.
+                self._take_ready(worker, message)
+            except BaseException as e:  # noqa: BLE001
+                self._fail(w, f"worker could not rebuild its envs: {e}", results)
+            return
+        ticket = worker.tickets[0]
+        if ticket.envs is None:
+            self._answers[w] = message
+            ticket.envs = set()
+        elif message[0] == "ok":
+            results.update(message[1])
+            answered = ticket.envs.intersection(message[1])
+            ticket.envs -= answered
+            self._in_flight -= answered
+        else:  # the worker could not send its results (e.g. an info that does not pickle)
+            for i in ticket.envs:
+                results[i] = ("fault", f"worker error: {message[1]}", "")
+            self._in_flight -= ticket.envs
+            ticket.envs = set()
+        if ticket.envs:
+            worker.start_clock(ticket, now, self.startup_timeout)  # the next env's job starts now
+            return
+        worker.tickets.popleft()
+        worker.unread -= ticket.nbytes
+        if worker.tickets:
+            worker.start_clock(worker.tickets[0], now, self.startup_timeout)
+        worker.flush(now, self.startup_timeout)
+
+    def _pump(self, done, wait: float | None, results: dict[int, Result]) -> None:
+        """Read answers until ``done()`` or ``wait`` seconds pass. A worker that died (its pipe
+        reads as end-of-file) or whose oldest message is past its deadline is failed."""
+        end = float("inf") if wait is None else time.monotonic() + wait
         try:
-            self._collect(deadlines, answers, timeout)
+            while not done():
+                busy = [w for w, worker in enumerate(self.workers) if worker.tickets]
+                if not busy:
+                    return
+                now = time.monotonic()
+                expired = [w for w in busy if self.workers[w].tickets[0].deadline <= now]
+                for w in expired:
+                    timeout = self.workers[w].tickets[0].timeout
+                    self._fail(w, f"no answer within the step timeout of {timeout}s", results)
+                if expired:
+                    continue
+                until = min(end, min(self.workers[w].tickets[0].deadline for w in busy))
+                ms = None if until == float("inf") else max(0, int((until - now) * 1000 + 0.999))
+                if len(busy) == 1:  # the common lockstep case with one worker: its own poll object
+                    readable = busy if self.workers[busy[0]].poller.poll(ms) else []
+                else:
+                    by_fd = {self.workers[w].conn.fileno(): w for w in busy}
+                    poller = select.poll()
+                    for fd in by_fd:
+                        poller.register(fd, select.POLLIN)
+                    readable = [by_fd[fd] for fd, _ in poller.poll(ms)]
+                now = time.monotonic()
+                for w in readable:
+                    worker = self.workers[w]
+                    try:
+                        message = worker.conn.recv()
+                    except (EOFError, OSError):
+                        worker.process.join(timeout=1)
+                        self._fail(w, f"worker process died (exit code {worker.process.exitcode})", results)
+                        continue
+                    self._take_answer(w, message, results, now)
+                if now >= end:
+                    return
         except BaseException:
             # Interrupted (Ctrl-C) with answers still in flight: those workers' pipes are out of
             # step with us, so they are replaced rather than read later.
-            for w in set(deadlines) | set(answers):
-                if w not in answers or answers[w][0] == "failed":
-                    self._restart(w)
+            for w, worker in enumerate(self.workers):
+                if worker.tickets or worker.outbox:
+                    self._fail(w, "interrupted", {})
             raise
-        for w, answer in answers.items():
-            if answer[0] == "failed":
-                self._restart(w)
-        return answers
 
-    def _collect(self, deadlines: dict[int, float], answers: dict[int, tuple], timeout: float | None) -> None:
-        for w, deadline in deadlines.items():
-            worker = self.workers[w]
-            while w not in answers:
-                remaining = deadline - time.monotonic()
-                try:
-                    if not worker.wait_readable(None if remaining == float("inf") else max(0.0, remaining)):
-                        answers[w] = ("failed", f"no answer within the step timeout of {timeout}s")
-                        break
-                    message = worker.conn.recv()
-                except (EOFError, OSError):
-                    worker.process.join(timeout=1)
-                    answers[w] = ("failed", f"worker process died (exit code {worker.process.exitcode})")
-                    break
-                if message[0] in ("ready", "init_error"):
-                    try:
-                        self._take_ready(worker, message)
-                    except BaseException as e:  # noqa: BLE001
-                        answers[w] = ("failed", f"worker could not rebuild its envs: {e}")
-                    continue
-                answers[w] = message
+    def _exchange(self, messages: Mapping[int, tuple], timeout: float | None) -> dict[int, tuple]:
+        """Send one command per worker and wait for every answer:
+        ``{worker: ("ok"|"error"|"failed", payload)}``. Nothing else may be in flight."""
+        if self._in_flight:
+            raise RuntimeError("a command cannot be sent while env jobs are in flight")
+        self._answers = {}
+        for w, message in messages.items():
+            self._send(w, message, None, timeout)
+        self._pump(lambda: len(self._answers) == len(messages), None, {})
+        answers, self._answers = self._answers, {}
+        return answers
 
     def _broadcast(self, message: tuple) -> dict[int, Any]:
         """Send one command to every worker; raise what a worker raised or why it failed."""
@@ -231,10 +327,30 @@ class ProcessBackend(Backend):
         return {w: answer[1] for w, answer in answers.items()}
 
     # ----- the backend interface -----------------------------------------------------------
+    def submit(self, jobs: Mapping[int, Job], timeout: float | None = None, *, ready_first: bool = False) -> None:
+        busy = self._in_flight.intersection(jobs)
+        if busy:
+            raise RuntimeError(f"envs {sorted(busy)} already have a job in flight")
+        for w, batch in self._per_worker(jobs, self.worker_of).items():
+            self._send(w, ("run", batch, ready_first and len(batch) > 1), set(batch), timeout)
+
     def run(self, jobs: Mapping[int, Job], timeout: float | None = None) -> dict[int, Result]:
-        by_worker = self._per_worker(jobs, self.worker_of)
-        answers = self._exchange({w: ("run", batch) for w, batch in by_worker.items()}, timeout)
-        return self._per_env(by_worker, answers)
+        if self._in_flight:
+            return super().run(jobs, timeout)
+        self.submit(jobs, timeout)
+        results: dict[int, Result] = {}
+        self._pump(lambda: len(results) >= len(jobs), None, results)
+        return results
+
+    def poll(self, min_results: int = 1, wait: float | None = None) -> dict[int, Result]:
+        results: dict[int, Result] = {}
+        target = max(1, min(min_results, len(self._in_flight)))
+        self._pump(lambda: len(results) >= target, wait, results)
+        return results
+
+    @property
+    def in_flight(self) -> frozenset[int]:
+        return frozenset(self._in_flight)
 
     def _call(self, name: str, args: tuple, kwargs: dict) -> list[Any]:
         merged: dict[int, Any] = {}

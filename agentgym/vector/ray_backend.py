@@ -11,6 +11,7 @@ Ray is initialised on first use if the program has not done so (``ray_init_kwarg
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import Any, Mapping, Sequence
 
 from gymnasium.error import DependencyNotInstalled
@@ -63,12 +64,18 @@ class RayBackend(Backend):
         self.indices: list[list[int]] = []
         self.fresh: list[bool] = []
         self.worker_of: list[int] = []
+        # Jobs in flight: object ref -> (actor, envs, timeout), and each actor's refs in the order
+        # it runs them (only the oldest one's clock runs).
+        self.refs: dict[Any, tuple[int, frozenset[int], float | None]] = {}
+        self.queues: list[deque] = []
+        self.deadlines: dict[Any, float] = {}
         for w, start in enumerate(range(0, self.num_envs, envs_per_worker)):
             indices = list(range(start, min(start + envs_per_worker, self.num_envs)))
             self.indices.append(indices)
             self.worker_of += [w] * len(indices)
             self.actors.append(self._new_actor(indices))
             self.fresh.append(True)
+            self.queues.append(deque())
         try:
             descriptions = ray.get([a.describe_env.remote() for a in self.actors], timeout=startup_timeout)
         except BaseException:
@@ -122,10 +129,88 @@ class RayBackend(Backend):
                 self._restart(w)
         return answers
 
-    def run(self, jobs: Mapping[int, Job], timeout: float | None = None) -> dict[int, Result]:
-        by_worker = self._per_worker(jobs, self.worker_of)
-        refs = {w: self.actors[w].run.remote(batch) for w, batch in by_worker.items()}
-        return self._per_env(by_worker, self._gather(refs, timeout))
+    def submit(self, jobs: Mapping[int, Job], timeout: float | None = None, *, ready_first: bool = False) -> None:
+        busy = self.in_flight.intersection(jobs)
+        if busy:
+            raise RuntimeError(f"envs {sorted(busy)} already have a job in flight")
+        now = time.monotonic()
+        for w, batch in self._per_worker(jobs, self.worker_of).items():
+            parts = [{i: job} for i, job in batch.items()] if ready_first else [dict(batch)]
+            for part in parts:
+                ref = self.actors[w].run.remote(part)
+                self.refs[ref] = (w, frozenset(part), timeout)
+                if not self.queues[w]:
+                    self._start_clock(ref, now)
+                self.queues[w].append(ref)
+
+    def _start_clock(self, ref, now: float) -> None:
+        w, _, timeout = self.refs[ref]
+        allowance = (self.startup_timeout or float("inf")) if self.fresh[w] else 0.0
+        self.deadlines[ref] = now + (timeout if timeout is not None else float("inf")) + allowance
+
+    def _settle(self, ref, answer: tuple, results: dict[int, Result], now: float) -> None:
+        """Take actor ``w``'s answer to ``ref``: results, or faults for all its jobs (and a restart)."""
+        w, envs, _ = self.refs[ref]
+        if answer[0] == "failed":
+            for other in self.queues[w]:
+                for i in self.refs.pop(other)[1]:
+                    results[i] = ("fault", answer[1], "")
+                self.deadlines.pop(other, None)
+            self.queues[w].clear()
+            self._restart(w)
+            return
+        self.queues[w].remove(ref)
+        self.refs.pop(ref)
+        self.deadlines.pop(ref, None)
+        if answer[0] == "ok":
+            results.update(answer[1])
+        else:
+            for i in envs:
+                results[i] = ("fault", f"worker error: {answer[1]}", "")
+        if self.queues[w]:
+            self._start_clock(self.queues[w][0], now)
+
+    def poll(self, min_results: int = 1, wait: float | None = None) -> dict[int, Result]:
+        ray = self.ray
+        results: dict[int, Result] = {}
+        target = max(1, min(min_results, len(self.in_flight)))
+        end = float("inf") if wait is None else time.monotonic() + wait
+        while self.refs and len(results) < target:
+            now = time.monotonic()
+            expired = [ref for ref, deadline in self.deadlines.items() if deadline <= now]
+            for ref in expired:
+                if ref in self.refs:  # not settled with an earlier fault of the same actor
+                    timeout = self.refs[ref][2]
+                    self._settle(ref, ("failed", f"no answer within the step timeout of {timeout}s"), results, now)
+            if expired:
+                continue
+            until = min(end, min(self.deadlines.values(), default=float("inf")))
+            done, _ = ray.wait(list(self.refs), num_returns=1,
+                               timeout=None if until == float("inf") else max(0.0, until - now))
+            # Everything else that is ready too, without waiting.
+            if done and len(self.refs) > 1:
+                done, _ = ray.wait(list(self.refs), num_returns=len(self.refs), timeout=0)
+            now = time.monotonic()
+            for ref in done:
+                if ref not in self.refs:
+                    continue
+                w = self.refs[ref][0]
+                try:
+                    answer = ("ok", ray.get(ref))
+                    self.fresh[w] = False
+                except (ray.exceptions.RayActorError, ray.exceptions.ActorDiedError,
+                        ray.exceptions.WorkerCrashedError) as e:
+                    answer = ("failed", f"worker actor died: {describe(e).splitlines()[0]}")
+                except ray.exceptions.RayTaskError as e:
+                    answer = ("error", e.as_instanceof_cause())
+                self._settle(ref, answer, results, now)
+            if now >= end:
+                break
+        return results
+
+    @property
+    def in_flight(self) -> frozenset[int]:
+        return frozenset(i for _, envs, _ in self.refs.values() for i in envs)
 
     def _broadcast(self, method: str, args_for) -> dict[int, Any]:
         """Call ``method(*args_for(w))`` on every actor; merge the per-env answers."""

@@ -20,7 +20,8 @@ What it adds to Gymnasium's ``VectorEnv`` contract (docs/vector.md has the long 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import time
+from typing import Any, Callable, NamedTuple, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -35,6 +36,19 @@ BACKENDS = ("sync", "process", "ray")
 _SEED_SPACE = 2**31
 # Options that pick one particular task: not carried over to the automatic resets that follow.
 _ONE_EPISODE_OPTIONS = ("task_id",)
+
+
+class ReadyBatch(NamedTuple):
+    """What :meth:`AgentVectorEnv.recv` returns: the envs that are ready, ordered by id. Every
+    field is aligned with ``env_ids``; ``infos`` is in Gymnasium's vector layout over them."""
+
+    env_ids: np.ndarray
+    observations: tuple[str, ...]
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    infos: dict[str, Any]
+    resets: np.ndarray
 
 
 class AgentVectorEnv(VectorEnv):
@@ -136,6 +150,12 @@ class AgentVectorEnv(VectorEnv):
         self._episode_index = np.full(n, -1, dtype=np.int64)
         self._group_rngs: list[np.random.Generator | None] = [None] * self.num_groups
         self._group_seeds: list[list[int]] = [[] for _ in range(self.num_groups)]
+        # send/recv: the job each env has in flight, finished envs' no-op results not yet
+        # received, resets retried once, and SAME_STEP final steps waiting for their reset.
+        self._kinds: dict[int, tuple] = {}
+        self._noops: list[int] = []
+        self._retried: set[int] = set()
+        self._final: dict[int, tuple] = {}
 
     # ----- seeds -----------------------------------------------------------------------------
     def group_of(self, i: int) -> int:
@@ -146,16 +166,18 @@ class AgentVectorEnv(VectorEnv):
         if base is None:
             base = int(self.np_random.integers(_SEED_SPACE))
         self._group_seeds[g] = [int(base)]
-        self._group_rngs[g] = np.random.default_rng(int(base))
+        self._group_rngs[g] = None  # made when a second episode needs a seed
 
     def _episode_seed(self, i: int) -> int:
         """Advance env ``i`` to its next episode and return that episode's seed."""
         g = self.group_of(i)
-        if self._group_rngs[g] is None:
+        if not self._group_seeds[g]:
             self._start_group(g, None)
         self._episode_index[i] += 1
         seeds = self._group_seeds[g]
         while len(seeds) <= self._episode_index[i]:
+            if self._group_rngs[g] is None:
+                self._group_rngs[g] = np.random.default_rng(seeds[0])
             seeds.append(int(self._group_rngs[g].integers(_SEED_SPACE)))
         return seeds[self._episode_index[i]]
 
@@ -185,15 +207,24 @@ class AgentVectorEnv(VectorEnv):
         ``group_options``: a list with one dict per group, merged into that group's options (e.g.
         ``[{"task_id": "a"}, {"task_id": "b"}]``).
         """
+        self._check_no_pending("reset")
         options = dict(options or {})
         mask = self._check_mask(options.pop("reset_mask", None))
+        if isinstance(seed, (int, np.integer)):
+            super().reset(seed=int(seed))
+        jobs = self._reset_jobs([i for i in range(self.num_envs) if mask[i]], seed, options)
+        items = []
+        for i, (obs, info) in sorted(self._run_resets(jobs).items()):
+            self._begin_episode(i, obs, info)
+            items.append((i, info))
+        return tuple(self._obs), batch_infos(items, self.num_envs)
+
+    def _reset_jobs(self, indices: list[int], seed, options: dict[str, Any]) -> dict[int, tuple]:
+        """The reset jobs for envs ``indices``: seeds drawn per group, options merged per group."""
         group_options = options.pop("group_options", None)
         if group_options is not None and len(group_options) != self.num_groups:
             raise ValueError(f"group_options must have one dict per group ({self.num_groups}), got {len(group_options)}")
-        if isinstance(seed, (int, np.integer)):
-            super().reset(seed=int(seed))
         bases = self._group_bases(seed)
-        indices = [i for i in range(self.num_envs) if mask[i]]
         if bases is not None:
             for g in sorted({self.group_of(i) for i in indices}):
                 self._start_group(g, bases[g])
@@ -204,11 +235,7 @@ class AgentVectorEnv(VectorEnv):
             env_options = {**options, **(group_options[self.group_of(i)] if group_options else {})}
             self._last_options[i] = {k: v for k, v in env_options.items() if k not in _ONE_EPISODE_OPTIONS}
             jobs[i] = ("reset", self._episode_seed(i), env_options)
-        items = []
-        for i, (obs, info) in sorted(self._run_resets(jobs).items()):
-            self._begin_episode(i, obs, info)
-            items.append((i, info))
-        return tuple(self._obs), batch_infos(items, self.num_envs)
+        return jobs
 
     def _check_mask(self, mask) -> np.ndarray:
         if mask is None:
@@ -244,27 +271,21 @@ class AgentVectorEnv(VectorEnv):
     def step(self, actions: Sequence[str]):
         """Step every running env. Finished envs are skipped: their observation and flags stay,
         their reward is 0 and their info is empty (see ``autoreset_mode`` for the alternatives)."""
+        self._check_no_pending("step")
         actions = list(actions)
         if len(actions) != self.num_envs:
             raise ValueError(f"expected {self.num_envs} actions, got {len(actions)}")
         if not self._started.any():
             raise gym.error.ResetNeeded("call reset() before step()")
-        done = self._terminated | self._truncated
         jobs: dict[int, tuple] = {}
         for i in range(self.num_envs):
-            if not self._started[i]:
-                continue
-            if done[i]:
-                if self.autoreset_mode == AutoresetMode.NEXT_STEP:
-                    jobs[i] = ("reset", self._episode_seed(i), dict(self._last_options[i]))
-                continue
-            jobs[i] = ("step", actions[i])
+            if self._started[i]:
+                job = self._job_for(i, actions[i])
+                if job is not None:
+                    jobs[i] = job
         has_resets = any(job[0] == "reset" for job in jobs.values())
-        timeout = self.step_timeout
-        if has_resets and self.startup_timeout is not None and timeout is not None:
-            timeout = max(timeout, self.startup_timeout)
         try:
-            results = self.backend.run(jobs, timeout) if jobs else {}
+            results = self.backend.run(jobs, self._timeout_for(has_resets)) if jobs else {}
         except BaseException:
             # Interrupted mid-batch: the envs involved are in an unknown state; they wait for reset.
             for i in jobs:
@@ -283,14 +304,7 @@ class AgentVectorEnv(VectorEnv):
                 self._begin_episode(i, result[1], result[2])
                 items.append((i, result[2]))
                 continue
-            if result[0] == "ok":
-                _, obs, reward, terminated, truncated, info = result
-            else:
-                obs, reward, terminated, truncated = self._obs[i], 0.0, False, True
-                info = self._fault_info(i, result[1])
-            self._obs[i] = obs
-            rewards[i] = reward
-            self._terminated[i], self._truncated[i] = terminated, truncated
+            _, rewards[i], terminated, truncated, info = self._take_step(i, result)
             if terminated or truncated:
                 finished.append(i)
                 if self.autoreset_mode == AutoresetMode.SAME_STEP:
@@ -309,12 +323,183 @@ class AgentVectorEnv(VectorEnv):
                 items.append((i, info))
         return tuple(self._obs), rewards, terminated_out, truncated_out, batch_infos(items, self.num_envs)
 
+    def _job_for(self, i: int, action: str) -> tuple | None:
+        """What stepping env ``i`` with ``action`` means: a step, the reset of a finished env
+        (NEXT_STEP autoreset), or nothing (a finished env waits)."""
+        if self._terminated[i] or self._truncated[i]:
+            if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+                return ("reset", self._episode_seed(i), dict(self._last_options[i]))
+            return None
+        return ("step", action)
+
+    def _timeout_for(self, has_resets: bool) -> float | None:
+        if has_resets and self.startup_timeout is not None and self.step_timeout is not None:
+            return max(self.step_timeout, self.startup_timeout)
+        return self.step_timeout
+
+    def _take_step(self, i: int, result: tuple) -> tuple[str, float, bool, bool, dict]:
+        """Record env ``i``'s step result (a fault truncates the episode with ``info["error"]``)."""
+        if result[0] == "ok":
+            _, obs, reward, terminated, truncated, info = result
+        else:
+            obs, reward, terminated, truncated = self._obs[i], 0.0, False, True
+            info = self._fault_info(i, result[1])
+        self._obs[i] = obs
+        self._terminated[i], self._truncated[i] = terminated, truncated
+        return obs, reward, terminated, truncated, info
+
     def _info_of(self, result: tuple, i: int) -> dict:
         return result[5] if result[0] == "ok" else self._fault_info(i, result[1])
 
     def _fault_info(self, i: int, message: str) -> dict[str, Any]:
         return {**self._task_keys[i], "reward_terms": {}, "action_valid": False, "parse_error": None,
                 "error": message, "success": False, "episode_terms": {}, "metrics": {}}
+
+    # ----- ready-first: send / recv --------------------------------------------------------------
+    def send(self, actions: Sequence[str], env_ids: Sequence[int] | None = None) -> None:
+        """Start stepping envs ``env_ids`` (default: every env with nothing in flight) with one
+        action each, and return at once; :meth:`recv` collects the results as they finish.
+
+        A finished env follows ``autoreset_mode``: it waits (a no-op result, DISABLED) or is
+        reset (NEXT_STEP); with SAME_STEP its reset starts as soon as its last step is back.
+        """
+        ids = self._check_ids(env_ids, "send")
+        actions = list(actions)
+        if len(actions) != len(ids):
+            raise ValueError(f"expected one action per env id ({len(ids)}), got {len(actions)}")
+        not_started = [i for i in ids if not self._started[i]]
+        if not_started:
+            raise gym.error.ResetNeeded(f"envs {not_started} were never reset: send_reset() them first")
+        steps, resets = {}, {}
+        for i, action in zip(ids, actions):
+            job = self._job_for(i, action)
+            if job is None:
+                self._noops.append(i)
+            elif job[0] == "reset":
+                resets[i] = job
+            else:
+                steps[i] = job
+        self._submit(steps)
+        self._submit(resets)
+
+    def send_reset(self, env_ids: Sequence[int] | None = None, *, seed=None,
+                   options: dict[str, Any] | None = None) -> None:
+        """Start resetting envs ``env_ids`` (default: every env with nothing in flight) and return
+        at once. ``seed`` and ``options`` as in :meth:`reset` (seeds are per group, so the k-th
+        episode of every env in a group is the same task, whenever each starts it)."""
+        ids = self._check_ids(env_ids, "send_reset")
+        options = dict(options or {})
+        if "reset_mask" in options:
+            raise ValueError("send_reset() takes env_ids, not options['reset_mask']")
+        self._submit(self._reset_jobs(ids, seed, options))
+
+    def recv(self, min_envs: int = 1, timeout: float | None = None) -> "ReadyBatch":
+        """Wait until at least ``min_envs`` of the envs sent to are done (or ``timeout`` seconds
+        pass), then return every result that is ready, ordered by env id.
+
+        A reset's result has reward 0, both flags False and ``resets`` True. Faults are results
+        too: the env is truncated with ``info["error"]`` (a reset is retried once first).
+        """
+        if not self._kinds and not self._noops:
+            raise gym.error.NoAsyncCallError("recv() with nothing sent: call send() or send_reset() first", "recv")
+        end = float("inf") if timeout is None else time.monotonic() + timeout
+        out: dict[int, tuple] = {}
+        for i in self._noops:
+            out[i] = (self._obs[i], 0.0, bool(self._terminated[i]), bool(self._truncated[i]), {}, False)
+        self._noops = []
+        target = min(int(min_envs), len(out) + len(self._kinds))
+        while self._kinds:
+            need = target - len(out)
+            wait = 0.0 if need <= 0 else (None if end == float("inf") else max(0.0, end - time.monotonic()))
+            try:
+                results = self.backend.poll(max(1, need), wait)
+            except BaseException:
+                # Interrupted: jobs the backend gave up on leave their envs truncated, waiting for a reset.
+                for i in [i for i in self._kinds if i not in self.backend.in_flight]:
+                    del self._kinds[i]
+                    self._truncated[i] = True
+                raise
+            for i, result in results.items():
+                outcome = self._take_async(i, self._kinds.pop(i), result)
+                if outcome is not None:
+                    out[i] = outcome
+            if len(out) >= target or time.monotonic() >= end:
+                break
+        ids = sorted(out)
+        infos = batch_infos([(k, out[i][4]) for k, i in enumerate(ids)], len(ids))
+        return ReadyBatch(
+            env_ids=np.array(ids, dtype=np.int64),
+            observations=tuple(out[i][0] for i in ids),
+            rewards=np.array([out[i][1] for i in ids], dtype=np.float64),
+            terminated=np.array([out[i][2] for i in ids], dtype=np.bool_),
+            truncated=np.array([out[i][3] for i in ids], dtype=np.bool_),
+            infos=infos,
+            resets=np.array([out[i][5] for i in ids], dtype=np.bool_),
+        )
+
+    @property
+    def pending(self) -> tuple[int, ...]:
+        """The envs sent to whose results :meth:`recv` has not returned yet."""
+        return tuple(sorted({*self._kinds, *self._noops}))
+
+    def _check_ids(self, env_ids, caller: str) -> list[int]:
+        if env_ids is None:
+            return [i for i in range(self.num_envs) if i not in self._kinds and i not in self._noops]
+        ids = [int(i) for i in env_ids]
+        bad = [i for i in ids if not 0 <= i < self.num_envs]
+        if bad:
+            raise ValueError(f"env ids {bad} out of range for {self.num_envs} envs")
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"env ids repeat: {ids}")
+        busy = [i for i in ids if i in self._kinds or i in self._noops]
+        if busy:
+            raise gym.error.AlreadyPendingCallError(
+                f"{caller}(): envs {busy} still have results to recv()", caller)
+        return ids
+
+    def _check_no_pending(self, caller: str) -> None:
+        if self._kinds or self._noops:
+            raise gym.error.AlreadyPendingCallError(
+                f"{caller}() while envs {list(self.pending)} have results to recv(): recv() them first", caller)
+
+    def _submit(self, jobs: dict[int, tuple]) -> None:
+        if not jobs:
+            return
+        has_resets = any(job[0] == "reset" for job in jobs.values())
+        self.backend.submit(jobs, self._timeout_for(has_resets), ready_first=True)
+        for i, job in jobs.items():
+            self._kinds[i] = job
+
+    def _take_async(self, i: int, job: tuple, result: tuple) -> tuple | None:
+        """One result of :meth:`recv`: ``(obs, reward, terminated, truncated, info, is_reset)``, or
+        None while the env has more to do (a retried reset, a SAME_STEP autoreset)."""
+        if job[0] == "reset":
+            final = self._final.pop(i, None)
+            if result[0] == "fault":
+                if i not in self._retried:
+                    self._retried.add(i)
+                    if final is not None:
+                        self._final[i] = final
+                    self._submit({i: job})
+                    return None
+                self._retried.discard(i)
+                self._terminated[i], self._truncated[i] = False, True
+                info = self._fault_info(i, f"reset failed twice: {result[1]}")
+                return (self._obs[i], 0.0, False, True, info, False)
+            self._retried.discard(i)
+            _, obs, info = result
+            self._begin_episode(i, obs, info)
+            if final is None:
+                return (obs, 0.0, False, False, info, True)
+            final_obs, reward, terminated, truncated, final_info = final
+            return (obs, reward, terminated, truncated,
+                    {**info, "final_obs": final_obs, "final_info": final_info}, True)
+        obs, reward, terminated, truncated, info = self._take_step(i, result)
+        if (terminated or truncated) and self.autoreset_mode == AutoresetMode.SAME_STEP:
+            self._final[i] = (obs, reward, terminated, truncated, info)
+            self._submit({i: ("reset", self._episode_seed(i), dict(self._last_options[i]))})
+            return None
+        return (obs, reward, terminated, truncated, info, False)
 
     # ----- the rest of the VectorEnv interface ------------------------------------------------
     @property
@@ -324,13 +509,16 @@ class AgentVectorEnv(VectorEnv):
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call a method (or read an attribute) on every env, e.g. ``call("set_prs_stage", 1)``."""
+        self._check_no_pending("call")
         return tuple(self.backend.call(name, args, kwargs))
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
+        self._check_no_pending("get_attr")
         return tuple(self.backend.get_attr(name))
 
     def set_attr(self, name: str, values: Any) -> None:
         """Set an attribute on every env: one value for all, or a list/tuple with one per env."""
+        self._check_no_pending("set_attr")
         if not isinstance(values, (list, tuple)):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:

@@ -4,7 +4,8 @@ Protocol over one ``multiprocessing`` pipe, pickled tuples, no shared memory (Gy
 Text buffers come back blank, SPEC §6):
 
 - worker -> parent, once: ``("ready", env_description)`` or ``("init_error", message)``
-- parent -> worker: ``("run", jobs)``, ``("call", name, args, kwargs)``, ``("get_attr", name)``,
+- parent -> worker: ``("run", jobs, each)`` (``each``: answer env by env as each job finishes,
+  else once for all),  ``("call", name, args, kwargs)``, ``("get_attr", name)``,
   ``("set_attr", name, values)``, ``("close",)``
 - worker -> parent: ``("ok", payload)`` or ``("error", exception_or_message)``
 
@@ -17,6 +18,7 @@ thread kills the whole group if the parent disappears without closing it (e.g. S
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import signal
@@ -45,6 +47,15 @@ def _picklable_error(exc: BaseException) -> Any:
         return f"{describe(exc)}\n{traceback.format_exc(limit=8)}"
 
 
+def _send(conn, payload: Any) -> None:
+    # pickle.dumps straight to bytes: Connection.send's ForkingPickler costs more than a cheap step.
+    try:
+        data = pickle.dumps(("ok", payload), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as e:  # noqa: BLE001  e.g. an info value that does not pickle
+        data = pickle.dumps(("error", _picklable_error(e)), protocol=pickle.HIGHEST_PROTOCOL)
+    conn.send_bytes(data)
+
+
 def worker_main(
     conn,
     factory: EnvFactory,
@@ -67,6 +78,9 @@ def worker_main(
         except OSError:
             pass
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
+    # Objects inherited from the parent (forked) are never garbage here: keeping the collector off
+    # them saves its passes over the parent's heap and the copy-on-write faults they cause.
+    gc.freeze()
 
     host = None
     try:
@@ -88,6 +102,15 @@ def worker_main(
                 conn.send(("ok", None))
                 return
             try:
+                if command == "run" and message[2]:  # answer env by env, each as soon as it is done
+                    for i, job in message[1].items():
+                        result = host.run({i: job})
+                        try:
+                            data = pickle.dumps(("ok", result), protocol=pickle.HIGHEST_PROTOCOL)
+                        except Exception as e:  # noqa: BLE001  e.g. an info value that does not pickle
+                            data = pickle.dumps(("ok", {i: ("fault", f"result could not be sent: {describe(e)}", "")}))
+                        conn.send_bytes(data)
+                    continue
                 if command == "run":
                     payload = host.run(message[1])
                 elif command == "call":
@@ -101,10 +124,7 @@ def worker_main(
             except Exception as e:  # noqa: BLE001
                 conn.send(("error", _picklable_error(e)))
                 continue
-            try:
-                conn.send(("ok", payload))
-            except Exception as e:  # noqa: BLE001  e.g. an info value that does not pickle
-                conn.send(("error", _picklable_error(e)))
+            _send(conn, payload)
     except KeyboardInterrupt:
         pass
     finally:
