@@ -9,14 +9,19 @@ For each env (ToolQA-v0, ALFWorld-v0, ScienceWorld-v0) and each batch size (1, 2
   ``send()``/``recv()``: each env gets its next action (or its reset) as soon as its own result is
   back, instead of waiting for the whole batch.
 
-Every mode plays the same cheap but realistic policy: the env's expert action where the expert is
-cheap (ToolQA's oracle tool plan, ScienceWorld's gold path), else a random admissible action
-(ALFWorld; its planner expert costs seconds a step). Each step steps every env; finished envs are
-then reset (a reset mask for the vector envs), and env i's k-th episode has the same seed in every
-mode, so all modes play the same tasks; reset time counts against the mode that paid it. All modes of one (env, size) are
-alive together and measured in interleaved rounds, so that load from other programs on a shared
-machine falls on every mode alike. Envs that are not installed or not in
-the tree yet are skipped. Results: ``<out>/vector_throughput.json`` and ``.png``.
+Every mode does the same work: each env takes the same number of steps per round (calibrated so
+that the sequential loop needs ``--seconds / --rounds``), with the same policy: the env's expert
+action where the expert is cheap (ToolQA's oracle tool plan, ScienceWorld's gold path), else a
+random admissible action from a per-env random stream (ALFWorld; its planner expert costs seconds a
+step). Env i's k-th episode has the same seed in every mode, so every mode plays the same tasks
+with the same actions; an episode that ends is reset at once, and reset time counts against the
+mode that paid it. The rate is steps over wall time. Lockstep modes step every env, then reset the
+finished ones (a reset mask for the vector envs); ready-first modes send each env its next action as
+soon as its result is back, and still wait for the slowest env at the end of a round. All modes of
+one (env, size) are alive together and measured in interleaved rounds, so that load from other
+programs on a shared machine falls on every mode alike. The Ray modes run afterwards in a phase of
+their own (Ray's background processes use CPU while Ray is up) with the same work per round. Envs
+that are not installed are skipped. Results: ``<out>/vector_throughput.json`` and ``.png``.
 
     python benchmarks/vector_throughput.py                      # everything, ~30 min on 2 cores
     python benchmarks/vector_throughput.py --envs ToolQA-v0 --sizes 1 4 --seconds 5
@@ -41,6 +46,7 @@ ENVS = ("ToolQA-v0", "ALFWorld-v0", "ScienceWorld-v0")
 MODES = ("sequential", "sync", "process", "ray", "gym_async", "process_ready", "ray_ready")
 # Ready-first modes: the same backends driven through send()/recv() instead of lockstep step().
 READY_MODES = {"process_ready": "process", "ray_ready": "ray"}
+RAY_MODES = ("ray", "ray_ready")
 # How each env picks its actions: "expert" reads info["expert_action"], "admissible" draws from
 # info["admissible_actions"].
 POLICY = {"ToolQA-v0": "expert", "ALFWorld-v0": "admissible", "ScienceWorld-v0": "expert"}
@@ -58,7 +64,9 @@ class Policy:
     def __init__(self, env_id: str, num_envs: int, seed: int = 0):
         self.mode = POLICY.get(env_id, "admissible")
         self.fallback = FALLBACK_ACTION.get(env_id, "look")
-        self.rng = np.random.default_rng(seed)
+        # One stream per env: env i's actions depend on its own history only, so every mode plays
+        # the same trajectories whatever order the envs are stepped in.
+        self.rngs = [np.random.default_rng((seed, i)) for i in range(num_envs)]
         self.last: list[dict] = [{} for _ in range(num_envs)]
 
     def observe(self, i: int, info: dict) -> None:
@@ -76,7 +84,7 @@ class Policy:
             return info["expert_action"]
         actions = info.get("admissible_actions")
         if actions:
-            return str(actions[int(self.rng.integers(len(actions)))])
+            return str(actions[int(self.rngs[i].integers(len(actions)))])
         return self.fallback
 
 
@@ -115,6 +123,10 @@ class SequentialRunner:
             self.policy.observe(i, info)
         return len(self.envs)
 
+    def run(self, k: int) -> int:
+        """Every env takes ``k`` steps (and the resets they lead to); returns the steps taken."""
+        return sum(self.batch_step() for _ in range(k))
+
     def close(self) -> None:
         for env in self.envs:
             env.close()
@@ -145,6 +157,9 @@ class VectorRunner:
             self.policy.observe_batch(infos, self.n)
         return self.n
 
+    def run(self, k: int) -> int:
+        return sum(self.batch_step() for _ in range(k))
+
     def close(self) -> None:
         self.vec.close()
 
@@ -161,22 +176,35 @@ class ReadyRunner:
         self.errors = 0
         self.vec.send_reset(seed=[episode_seed(i, 0) for i in range(n)])
 
-    def batch_step(self) -> int:
-        batch = self.vec.recv(min_envs=1)
-        infos = batch.infos
-        self.errors += int(np.sum(infos.get("_error", np.zeros(len(batch.env_ids), bool))))
-        steps, to_step, to_reset = 0, [], []
-        for k, i in enumerate(batch.env_ids.tolist()):
-            for key in ("expert_action", "admissible_actions"):
-                if key in infos and infos[f"_{key}"][k]:
-                    self.policy.last[i] = {**self.policy.last[i], key: infos[key][k]}
-            steps += not batch.resets[k]
-            (to_reset if batch.terminated[k] or batch.truncated[k] else to_step).append(i)
-        if to_reset:
-            self.episodes[to_reset] += 1
-            self.vec.send_reset(to_reset, seed=[episode_seed(i, int(k)) for i, k in enumerate(self.episodes)])
-        if to_step:
-            self.vec.send([self.policy.act(i) for i in to_step], to_step)
+    def run(self, k: int) -> int:
+        """Every env takes ``k`` steps, each sent as soon as that env's last result is back; an
+        episode that ends is reset at once (and that reset finishes within this call)."""
+        budget = np.full(self.n, k)
+        idle = [i for i in range(self.n) if i not in self.vec.pending]
+        if idle and k > 0:
+            self.vec.send([self.policy.act(i) for i in idle], idle)
+        steps = 0
+        while self.vec.pending:
+            batch = self.vec.recv(min_envs=1)
+            infos = batch.infos
+            self.errors += int(np.sum(infos.get("_error", np.zeros(len(batch.env_ids), bool))))
+            to_step, to_reset = [], []
+            for j, i in enumerate(batch.env_ids.tolist()):
+                for key in ("expert_action", "admissible_actions"):
+                    if key in infos and infos[f"_{key}"][j]:
+                        self.policy.last[i] = {**self.policy.last[i], key: infos[key][j]}
+                if not batch.resets[j]:
+                    steps += 1
+                    budget[i] -= 1
+                if batch.terminated[j] or batch.truncated[j]:
+                    to_reset.append(i)
+                elif budget[i] > 0:
+                    to_step.append(i)
+            if to_reset:
+                self.episodes[to_reset] += 1
+                self.vec.send_reset(to_reset, seed=[episode_seed(i, int(e)) for i, e in enumerate(self.episodes)])
+            if to_step:
+                self.vec.send([self.policy.act(i) for i in to_step], to_step)
         return steps
 
     def close(self) -> None:
@@ -200,27 +228,45 @@ def make_vector(env_id: str, n: int, mode: str):
     return agentgym.make_vec(env_id, n, backend=mode, **kwargs)
 
 
-def measure(runner, seconds: float, warmup: int) -> tuple[int, float]:
-    for _ in range(warmup):
-        runner.batch_step()
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        steps += runner.batch_step()
+def measure(runner, steps_per_env: int, warmup: int) -> tuple[int, float]:
+    runner.run(warmup)
+    start = time.perf_counter()
+    steps = runner.run(steps_per_env)
     return steps, time.perf_counter() - start
 
 
+def calibrate(env_id: str, n: int, seconds: float, warmup: int) -> int:
+    """Steps per env that take the sequential loop about ``seconds``: every mode then does that
+    same work (same tasks, same actions) in each round, and its rate is steps over wall time."""
+    runner = SequentialRunner(env_id, n)
+    try:
+        runner.run(warmup)
+        start, k = time.perf_counter(), 0
+        while k < 2 or time.perf_counter() - start < min(seconds / 3, 10.0):
+            runner.run(1)
+            k += 1
+        per_step = (time.perf_counter() - start) / k
+    finally:
+        runner.close()
+    return max(2, int(seconds / per_step))
+
+
 def bench_config(env_id: str, n: int, modes, seconds: float, warmup: int, rounds: int,
-                 max_live_envs: int) -> list[dict]:
+                 max_live_envs: int, steps_per_env: int | None = None) -> list[dict]:
     """All modes for one (env, n), measured in interleaved rounds so that load from other programs
-    on a shared machine falls on every mode alike. When that would keep more than
-    ``max_live_envs`` envs alive at once (a JVM each for ScienceWorld), modes run one at a time."""
+    on a shared machine falls on every mode alike. In each round every mode makes each env take
+    the same number of steps (calibrated so that the sequential loop needs ``seconds / rounds``).
+    When that would keep more than ``max_live_envs`` envs alive at once (a JVM each for
+    ScienceWorld), modes run one at a time."""
+    if steps_per_env is None:
+        steps_per_env = calibrate(env_id, n, seconds / rounds, warmup)
     if n * len(modes) > max_live_envs and len(modes) > 1:
         return [row for mode in modes
-                for row in bench_config(env_id, n, [mode], seconds, warmup, rounds, max_live_envs)]
+                for row in bench_config(env_id, n, [mode], seconds, warmup, rounds, max_live_envs, steps_per_env)]
     rows, runners = {}, {}
     for mode in modes:
         rows[mode] = {"env": env_id, "num_envs": n, "mode": mode, "policy": POLICY.get(env_id, "admissible"),
-                      "steps": 0, "seconds": 0.0}
+                      "steps_per_env_per_round": steps_per_env, "steps": 0, "seconds": 0.0}
         t0 = time.perf_counter()
         try:
             runners[mode] = make_runner(env_id, n, mode)
@@ -231,7 +277,7 @@ def bench_config(env_id: str, n: int, modes, seconds: float, warmup: int, rounds
         for _ in range(rounds):
             for mode, runner in runners.items():
                 try:
-                    steps, elapsed = measure(runner, seconds / rounds, warmup)
+                    steps, elapsed = measure(runner, steps_per_env, warmup)
                     rows[mode]["steps"] += steps
                     rows[mode]["seconds"] += elapsed
                 except Exception as e:  # noqa: BLE001
@@ -298,47 +344,76 @@ def main(argv=None) -> None:
     parser.add_argument("--envs", nargs="+", default=list(ENVS))
     parser.add_argument("--sizes", nargs="+", type=int, default=[1, 2, 4, 8])
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
-    parser.add_argument("--seconds", type=float, default=8.0, help="measured time per configuration")
-    parser.add_argument("--warmup", type=int, default=2, help="batch steps before each round's clock starts")
+    parser.add_argument("--seconds", type=float, default=8.0,
+                        help="the sequential loop's measured time per configuration; sets the work every mode does")
+    parser.add_argument("--warmup", type=int, default=2, help="steps per env before each round's clock starts")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per configuration")
     parser.add_argument("--max-live-envs", type=int, default=24,
                         help="above this many envs across modes, measure modes one at a time")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--append", action="store_true",
+                        help="keep the rows of an earlier run in <out> that this run does not measure again "
+                             "(e.g. cheap envs with few --seconds, engines with many)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
 
-    if "ray" in args.modes or "ray_ready" in args.modes:
-        try:
-            import ray
-
-            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
-        except ImportError:
-            print("ray is not installed: skipping the ray backend")
-            args.modes = [m for m in args.modes if m not in ("ray", "ray_ready")]
-
+    # Ray's own processes (raylet, GCS, idle actors' threads) keep using CPU while it is up, which
+    # would slow every mode measured beside it: the Ray modes run last, in a phase of their own.
+    ray_modes = [m for m in args.modes if m in RAY_MODES]
+    phases = [[m for m in args.modes if m not in RAY_MODES], ray_modes]
     results: list[dict] = []
     skipped: dict[str, str] = {}
+    envs = []
     for env_id in args.envs:
         why = available(env_id)
         if why:
             print(f"skip {env_id}: {why}")
             skipped[env_id] = why
+        else:
+            envs.append(env_id)
+    work: dict[tuple[str, int], int] = {}  # (env, n) -> steps per env per round, shared by both phases
+    for modes in phases:
+        if not modes:
             continue
-        for n in args.sizes:
-            for row in bench_config(env_id, n, args.modes, args.seconds, args.warmup, args.rounds,
-                                    args.max_live_envs):
-                results.append(row)
-                if "steps_per_s" in row:
-                    print(f"{env_id:<16} n={n} {row['mode']:<13} {row['steps_per_s']:8.1f} steps/s "
-                          f"(setup {row['setup_s']:.1f}s)", flush=True)
-                else:
-                    print(f"{env_id:<16} n={n} {row['mode']:<13} FAILED {row.get('error')}", flush=True)
+        ray = None
+        if modes is ray_modes:
+            try:
+                import ray
+
+                ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+            except ImportError:
+                print("ray is not installed: skipping the ray backend")
+                continue
+        try:
+            for env_id in envs:
+                for n in args.sizes:
+                    if (env_id, n) not in work:
+                        work[env_id, n] = calibrate(env_id, n, args.seconds / args.rounds, args.warmup)
+                    for row in bench_config(env_id, n, modes, args.seconds, args.warmup, args.rounds,
+                                            args.max_live_envs, work[env_id, n]):
+                        results.append(row)
+                        if "steps_per_s" in row:
+                            print(f"{env_id:<16} n={n} {row['mode']:<13} {row['steps_per_s']:8.1f} steps/s "
+                                  f"(setup {row['setup_s']:.1f}s)", flush=True)
+                        else:
+                            print(f"{env_id:<16} n={n} {row['mode']:<13} FAILED {row.get('error')}", flush=True)
+        finally:
+            if ray is not None:
+                ray.shutdown()
+    settings = {"seconds": args.seconds, "warmup": args.warmup, "rounds": args.rounds,
+                "max_live_envs": args.max_live_envs}
+    for row in results:
+        row["settings"] = settings
+    path = args.out / "vector_throughput.json"
+    if args.append and path.exists():
+        measured = {(r["env"], r["num_envs"], r["mode"]) for r in results}
+        earlier = json.loads(path.read_text())
+        results = [r for r in earlier.get("results", []) if (r["env"], r["num_envs"], r["mode"]) not in measured] + results
+        skipped = {**earlier.get("skipped", {}), **skipped}
     report = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                           "python": platform.python_version()},
-              "settings": {"seconds": args.seconds, "warmup": args.warmup, "rounds": args.rounds,
-                           "max_live_envs": args.max_live_envs},
               "skipped": skipped, "results": results}
-    (args.out / "vector_throughput.json").write_text(json.dumps(report, indent=2))
+    path.write_text(json.dumps(report, indent=2))
     if results:
         plot(results, args.out / "vector_throughput.png")
     print(table(results))
