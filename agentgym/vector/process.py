@@ -267,12 +267,6 @@ class ProcessBackend(Backend):
                 if not busy:
                     return
                 now = time.monotonic()
-                expired = [w for w in busy if self.workers[w].tickets[0].deadline <= now]
-                for w in expired:
-                    timeout = self.workers[w].tickets[0].timeout
-                    self._fail(w, f"no answer within the step timeout of {timeout}s", results)
-                if expired:
-                    continue
                 until = min(end, min(self.workers[w].tickets[0].deadline for w in busy))
                 ms = None if until == float("inf") else max(0, int((until - now) * 1000 + 0.999))
                 if len(busy) == 1:  # the common lockstep case with one worker: its own poll object
@@ -293,6 +287,12 @@ class ProcessBackend(Backend):
                         self._fail(w, f"worker process died (exit code {worker.process.exitcode})", results)
                         continue
                     self._take_answer(w, message, results, now)
+                # Past its deadline with nothing to read (an answer already waiting in the pipe is
+                # on time, however late it is read): the worker hangs.
+                for w in busy:
+                    tickets = self.workers[w].tickets
+                    if w not in readable and tickets and tickets[0].deadline <= now:
+                        self._fail(w, f"no answer within the step timeout of {tickets[0].timeout}s", results)
                 if now >= end:
                     return
         except BaseException:
@@ -376,12 +376,16 @@ class ProcessBackend(Backend):
         return [self.workers[self.worker_of[i]].process.pid for i in range(self.num_envs)]
 
     def close(self, grace_s: float = 10.0) -> None:
-        """Ask every worker to close its envs, then kill each worker's process group regardless."""
+        """Ask every idle worker to close its envs, then kill each worker's process group regardless
+        (at once for a worker still busy with jobs nobody will collect)."""
         if self.closed:
             return
         self.closed = True
         _LIVE_BACKENDS.discard(self)
         for worker in self.workers:
+            if worker.tickets or worker.outbox:
+                kill_process_group(worker.process)
+                continue
             try:
                 worker.conn.send(("close",))
             except (BrokenPipeError, EOFError, OSError):

@@ -177,13 +177,6 @@ class RayBackend(Backend):
         end = float("inf") if wait is None else time.monotonic() + wait
         while self.refs and len(results) < target:
             now = time.monotonic()
-            expired = [ref for ref, deadline in self.deadlines.items() if deadline <= now]
-            for ref in expired:
-                if ref in self.refs:  # not settled with an earlier fault of the same actor
-                    timeout = self.refs[ref][2]
-                    self._settle(ref, ("failed", f"no answer within the step timeout of {timeout}s"), results, now)
-            if expired:
-                continue
             until = min(end, min(self.deadlines.values(), default=float("inf")))
             done, _ = ray.wait(list(self.refs), num_returns=1,
                                timeout=None if until == float("inf") else max(0.0, until - now))
@@ -204,6 +197,12 @@ class RayBackend(Backend):
                 except ray.exceptions.RayTaskError as e:
                     answer = ("error", e.as_instanceof_cause())
                 self._settle(ref, answer, results, now)
+            # Past its deadline and not done (a result already there is on time, however late it
+            # is read): the actor hangs.
+            for ref, deadline in list(self.deadlines.items()):
+                if deadline <= now and ref in self.refs and ref not in done:
+                    self._settle(ref, ("failed", f"no answer within the step timeout of {self.refs[ref][2]}s"),
+                                 results, now)
             if now >= end:
                 break
         return results

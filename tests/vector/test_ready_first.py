@@ -7,6 +7,7 @@ import time
 
 import gymnasium as gym
 import numpy as np
+import psutil
 import pytest
 
 from agentgym.vector import AutoresetMode, ReadyBatch, make_vec
@@ -183,3 +184,38 @@ def test_misuse_gets_a_clear_error(fixture_id):
         vec.send(["inc", "inc"], [0])
     vec.reset(seed=0)  # nothing pending: lockstep works again
     vec.close()
+
+
+def test_an_answer_that_came_in_time_survives_a_late_recv(fixture_id, backend="process"):
+    # A policy may take longer than step_timeout to come back to recv(): the env answered on time.
+    vec = make_vec(fixture_id, 2, backend=backend, step_timeout=0.3)
+    vec.send_reset(seed=0, options={"task_id": "count-5"})
+    vec.recv(min_envs=2)
+    vec.send(["inc", "inc"])
+    time.sleep(0.8)
+    batch = vec.recv(min_envs=2)
+    assert not batch.truncated.any() and "_error" not in batch.infos and vec.restarts == 0
+    vec.close()
+
+
+def test_close_with_jobs_in_flight_leaves_no_process_behind(fixture_id):
+    vec = make_vec(fixture_id, 2, backend="process", engine_process=True)
+    vec.send_reset(seed=0)
+    vec.recv(min_envs=2)
+    vec.send(["!hang", "inc"])
+    children = {p.pid for p in psutil.Process().children(recursive=True)}
+    assert len(children) >= 4  # two workers, each with its engine process
+    start = time.monotonic()
+    vec.close()
+    assert time.monotonic() - start < 5.0
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(_alive(pid) for pid in children):
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in children)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
