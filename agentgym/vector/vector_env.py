@@ -16,6 +16,9 @@ What it adds to Gymnasium's ``VectorEnv`` contract (docs/vector.md has the long 
 - **Faults.** A fault (the env raised, its worker died or hung past ``step_timeout``) ends that
   env's episode as truncated with ``info["error"]``; the backend restarts what it must and the
   rest of the batch is untouched.
+- **Ready-first.** Besides lockstep ``step()``, ``send(actions, env_ids)`` / ``send_reset(env_ids)``
+  start work on some envs and return at once, and ``recv(min_envs)`` returns whichever envs are
+  done, so a slow reset or a hung engine holds up no one (EnvPool's async pattern).
 """
 
 from __future__ import annotations
