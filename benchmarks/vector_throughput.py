@@ -355,6 +355,7 @@ def main(argv=None) -> None:
                         help="keep the rows of an earlier run in <out> that this run does not measure again "
                              "(e.g. cheap envs with few --seconds, engines with many)")
     args = parser.parse_args(argv)
+    args.earlier = None  # the JSON an --append run adds to, read once
     args.out.mkdir(parents=True, exist_ok=True)
 
     # Ray's own processes (raylet, GCS, idle actors' threads) keep using CPU while it is up, which
@@ -391,33 +392,38 @@ def main(argv=None) -> None:
                         work[env_id, n] = calibrate(env_id, n, args.seconds / args.rounds, args.warmup)
                     for row in bench_config(env_id, n, modes, args.seconds, args.warmup, args.rounds,
                                             args.max_live_envs, work[env_id, n]):
+                        row["settings"] = {"seconds": args.seconds, "warmup": args.warmup, "rounds": args.rounds}
                         results.append(row)
                         if "steps_per_s" in row:
                             print(f"{env_id:<16} n={n} {row['mode']:<13} {row['steps_per_s']:8.1f} steps/s "
                                   f"(setup {row['setup_s']:.1f}s)", flush=True)
                         else:
                             print(f"{env_id:<16} n={n} {row['mode']:<13} FAILED {row.get('error')}", flush=True)
+                    save(results, skipped, args)
         finally:
             if ray is not None:
                 ray.shutdown()
-    settings = {"seconds": args.seconds, "warmup": args.warmup, "rounds": args.rounds,
-                "max_live_envs": args.max_live_envs}
-    for row in results:
-        row["settings"] = settings
+    all_rows = save(results, skipped, args)
+    print(table(all_rows))
+    print(f"\nwrote {args.out / 'vector_throughput.json'} and .png")
+
+
+def save(results: list[dict], skipped: dict[str, str], args) -> list[dict]:
+    """Write the JSON (and the plot) with every row so far; called after each configuration, so
+    an interrupted run keeps what it measured. Returns all rows, earlier ones kept with --append."""
     path = args.out / "vector_throughput.json"
-    if args.append and path.exists():
-        measured = {(r["env"], r["num_envs"], r["mode"]) for r in results}
-        earlier = json.loads(path.read_text())
-        results = [r for r in earlier.get("results", []) if (r["env"], r["num_envs"], r["mode"]) not in measured] + results
-        skipped = {**earlier.get("skipped", {}), **skipped}
+    if args.append and args.earlier is None:
+        args.earlier = json.loads(path.read_text()) if path.exists() else {}
+    earlier = args.earlier or {}
+    measured = {(r["env"], r["num_envs"], r["mode"]) for r in results}
+    rows = [r for r in earlier.get("results", []) if (r["env"], r["num_envs"], r["mode"]) not in measured] + results
     report = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                           "python": platform.python_version()},
-              "skipped": skipped, "results": results}
+              "skipped": {**earlier.get("skipped", {}), **skipped}, "results": rows}
     path.write_text(json.dumps(report, indent=2))
-    if results:
-        plot(results, args.out / "vector_throughput.png")
-    print(table(results))
-    print(f"\nwrote {args.out / 'vector_throughput.json'} and .png")
+    if rows:
+        plot(rows, args.out / "vector_throughput.png")
+    return rows
 
 
 if __name__ == "__main__":

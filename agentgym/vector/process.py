@@ -204,13 +204,14 @@ class ProcessBackend(Backend):
         self.restarts += 1
 
     # ----- messaging -----------------------------------------------------------------------
-    def _send(self, w: int, message: tuple, envs: set[int] | None, timeout: float | None) -> None:
+    def _send(self, w: int, message: tuple, envs: set[int] | None, timeout: float | None, flush: bool = True) -> None:
         worker = self.workers[w]
         data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         worker.outbox.append((data, _Ticket(envs, timeout, len(data))))
         if envs is not None:
             self._in_flight.update(envs)
-        worker.flush(time.monotonic(), self.startup_timeout)
+        if flush:
+            worker.flush(time.monotonic(), self.startup_timeout)
 
     def _fail(self, w: int, reason: str, results: dict[int, Result]) -> None:
         """Worker ``w`` died or hung: fault every job it had, answer its commands, restart it."""
@@ -331,8 +332,13 @@ class ProcessBackend(Backend):
         busy = self._in_flight.intersection(jobs)
         if busy:
             raise RuntimeError(f"envs {sorted(busy)} already have a job in flight")
-        for w, batch in self._per_worker(jobs, self.worker_of).items():
-            self._send(w, ("run", batch, ready_first and len(batch) > 1), set(batch), timeout)
+        by_worker = self._per_worker(jobs, self.worker_of)
+        for w, batch in by_worker.items():
+            self._send(w, ("run", batch, ready_first and len(batch) > 1), set(batch), timeout, flush=False)
+        # Every message is pickled before the first is written, so the workers start together.
+        now = time.monotonic()
+        for w in by_worker:
+            self.workers[w].flush(now, self.startup_timeout)
 
     def run(self, jobs: Mapping[int, Job], timeout: float | None = None) -> dict[int, Result]:
         if self._in_flight:

@@ -8,12 +8,10 @@ import textwrap
 import time
 from pathlib import Path
 
-import numpy as np
 import psutil
 import pytest
 
-from agentgym.vector import AgentVectorEnv, make_vec
-from fixture_env import CountingEnv
+from agentgym.vector import make_vec
 
 TASKS = [{"task_id": "count-5"}, {"task_id": "count-5"}]
 HERE = Path(__file__).parent
