@@ -306,7 +306,8 @@ def plot(results: list[dict], path: Path) -> None:
             rows = sorted((r for r in results if r["env"] == env_id and r["mode"] == mode and "steps_per_s" in r),
                           key=lambda r: r["num_envs"])
             if rows:
-                ax.plot([r["num_envs"] for r in rows], [r["steps_per_s"] for r in rows], marker="o", label=mode)
+                ax.plot([r["num_envs"] for r in rows], [r["steps_per_s"] for r in rows], marker="o", label=mode,
+                        color=f"C{MODES.index(mode)}")
         ax.set_title(env_id)
         ax.set_xlabel("envs")
         ax.set_ylabel("env steps / s")
