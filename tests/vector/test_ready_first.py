@@ -203,7 +203,8 @@ def test_close_with_jobs_in_flight_leaves_no_process_behind(fixture_id):
     vec.send_reset(seed=0)
     vec.recv(min_envs=2)
     vec.send(["!hang", "inc"])
-    children = {p.pid for p in psutil.Process().children(recursive=True)}
+    workers = [psutil.Process(pid) for pid in set(vec.worker_pids())]
+    children = {w.pid for w in workers} | {c.pid for w in workers for c in w.children(recursive=True)}
     assert len(children) >= 4  # two workers, each with its engine process
     start = time.monotonic()
     vec.close()
