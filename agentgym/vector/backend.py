@@ -58,10 +58,10 @@ class Backend(ABC):
         """The envs with a job submitted and not yet returned by ``poll``."""
 
     def run(self, jobs: Mapping[int, Job], timeout: float | None = None) -> dict[int, Result]:
-        """Run the jobs, in parallel where the backend can; one result per job."""
-        busy = self.in_flight & set(jobs)
-        if busy:
-            raise RuntimeError(f"envs {sorted(busy)} already have a job in flight")
+        """Run the jobs, in parallel where the backend can; one result per job. Lockstep only:
+        nothing may be in flight from ``submit`` (its results would be mixed in)."""
+        if self.in_flight:
+            raise RuntimeError(f"run() while envs {sorted(self.in_flight)} have jobs in flight")
         self.submit(jobs, timeout)
         results: dict[int, Result] = {}
         while len(results) < len(jobs):
@@ -141,7 +141,7 @@ class SyncBackend(Backend):
 
     def run(self, jobs: Mapping[int, Job], timeout: float | None = None) -> dict[int, Result]:
         if self.queue:
-            return super().run(jobs, timeout)
+            return super().run(jobs, timeout)  # raises: ready-first jobs are in flight
         return self.host.run(jobs)
 
     def submit(self, jobs: Mapping[int, Job], timeout: float | None = None, *, ready_first: bool = False) -> None:

@@ -342,7 +342,7 @@ class ProcessBackend(Backend):
 
     def run(self, jobs: Mapping[int, Job], timeout: float | None = None) -> dict[int, Result]:
         if self._in_flight:
-            return super().run(jobs, timeout)
+            return super().run(jobs, timeout)  # raises: ready-first jobs are in flight
         self.submit(jobs, timeout)
         results: dict[int, Result] = {}
         self._pump(lambda: len(results) >= len(jobs), None, results)
