@@ -5,6 +5,11 @@ before any answer is read, so workers step in parallel. A worker that dies, or d
 within the timeout, is killed together with its process group (its engines, e.g. JVMs), every env it
 held gets a fault result, and a fresh worker is started at once; it builds its envs while the batch
 goes on, and the next job for those envs waits for it.
+
+Every message a worker has yet to answer is a ticket in its queue; a worker answers in order, and
+only the oldest ticket's clock runs. Ready-first jobs (``submit``/``poll``) may queue several
+tickets on one worker, which then answers env by env; a message that would overfill a busy
+worker's pipe waits in an outbox until the worker has read what it was sent.
 """
 
 from __future__ import annotations
