@@ -72,11 +72,13 @@ class Policy:
     def observe(self, i: int, info: dict) -> None:
         self.last[i] = info
 
-    def observe_batch(self, infos: dict, num_envs: int) -> None:
+    def observe_batch(self, infos: dict, env_ids=None) -> None:
+        """Take a vector info dict; entry k belongs to env ``env_ids[k]`` (default: env k)."""
         for key in ("expert_action", "admissible_actions"):
             if key in infos:
-                for i in np.flatnonzero(infos[f"_{key}"]):
-                    self.last[i] = {**self.last[i], key: infos[key][i]}
+                for k in np.flatnonzero(infos[f"_{key}"]):
+                    i = int(k if env_ids is None else env_ids[k])
+                    self.last[i] = {**self.last[i], key: infos[key][k]}
 
     def act(self, i: int) -> str:
         info = self.last[i]
@@ -142,19 +144,19 @@ class VectorRunner:
         self.policy = Policy(env_id, n)
         self.episodes = np.zeros(n, dtype=int)
         _, infos = self.vec.reset(seed=[episode_seed(i, 0) for i in range(n)])
-        self.policy.observe_batch(infos, n)
+        self.policy.observe_batch(infos)
         self.errors = 0
 
     def batch_step(self) -> int:
         _, _, term, trunc, infos = self.vec.step([self.policy.act(i) for i in range(self.n)])
         self.errors += int(np.sum(infos.get("_error", np.zeros(self.n, bool))))
-        self.policy.observe_batch(infos, self.n)
+        self.policy.observe_batch(infos)
         ended = np.asarray(term | trunc, dtype=bool)
         if ended.any():
             self.episodes += ended
             seeds = [episode_seed(i, int(k)) for i, k in enumerate(self.episodes)]
             _, infos = self.vec.reset(seed=seeds, options={"reset_mask": ended})
-            self.policy.observe_batch(infos, self.n)
+            self.policy.observe_batch(infos)
         return self.n
 
     def run(self, k: int) -> int:
@@ -189,10 +191,8 @@ class ReadyRunner:
             infos = batch.infos
             self.errors += int(np.sum(infos.get("_error", np.zeros(len(batch.env_ids), bool))))
             to_step, to_reset = [], []
+            self.policy.observe_batch(infos, batch.env_ids)
             for j, i in enumerate(batch.env_ids.tolist()):
-                for key in ("expert_action", "admissible_actions"):
-                    if key in infos and infos[f"_{key}"][j]:
-                        self.policy.last[i] = {**self.policy.last[i], key: infos[key][j]}
                 if not batch.resets[j]:
                     steps += 1
                     budget[i] -= 1
