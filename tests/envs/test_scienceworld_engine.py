@@ -5,7 +5,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import gymnasium as gym
 import psutil
@@ -13,22 +12,10 @@ import pytest
 
 import agentgym  # noqa: F401  registers the envs
 from agentgym.envs.scienceworld.tasks import SPLIT_SIZES, TASK_NAMES, split_variations
+from processes import java_children, wait_gone
 
 pytest.importorskip("scienceworld")
 from agentgym.envs.scienceworld.engine import EngineFailure, ScienceWorldEngine  # noqa: E402
-
-
-def _java_children():
-    return {p.pid for p in psutil.Process().children(recursive=True) if p.name() == "java"}
-
-
-def _gone(pid, wait=10.0):
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-            return True
-        time.sleep(0.1)
-    return False
 
 
 @pytest.fixture(scope="module")
@@ -59,17 +46,17 @@ def test_jvm_runs_with_the_memory_options(env):
 
 
 def test_a_bad_jvm_option_fails_cleanly_without_a_leftover_jvm():
-    before = _java_children()
+    before = java_children()
     with pytest.raises(EngineFailure, match="did not start"):
         ScienceWorldEngine(["-XX:+ThisOptionDoesNotExist"])
-    assert _java_children() == before
+    assert java_children() == before
 
 
 def test_killed_jvm_truncates_the_episode_and_reset_restarts_it(env):
     obs0, _ = env.reset(seed=1)
     pid = env.unwrapped.engine.pid
     os.kill(pid, signal.SIGKILL)
-    assert _gone(pid)
+    assert wait_gone(pid)
     obs, r, term, trunc, info = env.step("look around")
     assert trunc and not term and "exited" in info["error"] and info["success"] is False
     assert "episode_terms" in info and isinstance(obs, str)
@@ -80,13 +67,13 @@ def test_killed_jvm_truncates_the_episode_and_reset_restarts_it(env):
 
 
 def test_close_stops_the_jvm_and_is_idempotent():
-    before = _java_children()
+    before = java_children()
     e = gym.make("ScienceWorld-v0", task="melt")
-    assert _java_children() == before  # the JVM starts at the first reset, not at make
+    assert java_children() == before  # the JVM starts at the first reset, not at make
     e.reset(seed=0)
     pid = e.unwrapped.engine.pid
     e.close()
-    assert _gone(pid)
+    assert wait_gone(pid)
     e.close()
     e.reset(seed=0)  # a closed env starts a new JVM when used again
     pid2 = e.unwrapped.engine.pid
@@ -94,7 +81,7 @@ def test_close_stops_the_jvm_and_is_idempotent():
     import gc
 
     gc.collect()
-    assert _gone(pid2)  # collected without close(): the finalizer stops it
+    assert wait_gone(pid2)  # collected without close(): the finalizer stops it
 
 
 SCRIPT = textwrap.dedent("""
@@ -118,4 +105,4 @@ def test_no_jvm_outlives_the_interpreter(how):
         proc.kill()  # no atexit, no finalizer: the JVM sees its stdin close and exits
     proc.wait(timeout=60)
     proc.stdout.close()
-    assert _gone(jvm, wait=15)
+    assert wait_gone(jvm, within=15)

@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 from agentgym.vector import make_vec
+from processes import process_tree, wait_gone
 
 TASKS = [{"task_id": "count-5"}, {"task_id": "count-5"}]
 HERE = Path(__file__).parent
@@ -19,16 +20,6 @@ HERE = Path(__file__).parent
 
 def _descendants():
     return {p.pid for p in psutil.Process().children(recursive=True)}
-
-
-def _gone(pids, within=5.0):
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
-        if not alive:
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_killed_worker_truncates_its_env_only_and_the_next_reset_runs_on_a_fresh_worker(fixture_id):
@@ -69,7 +60,7 @@ def test_hung_worker_is_killed_after_the_step_timeout(fixture_id):
     assert time.monotonic() - start < 5
     assert truncated.tolist() == [False, False, True, False]
     assert "timeout" in infos["error"][2]
-    assert _gone([hung])
+    assert wait_gone([hung])
     obs, _ = vec.reset(seed=0)
     assert vec.worker_pids()[2] != hung
     assert all("Stage: 2." in o for o in obs)  # the PRS stage survived the restart
@@ -111,7 +102,7 @@ def test_close_leaves_no_worker_or_engine_process(fixture_id):
     vec.reset(seed=0)
     spawned |= _descendants() - before
     vec.close()
-    assert _gone(spawned)
+    assert wait_gone(spawned)
 
 
 def _run_script(body: str) -> subprocess.Popen:
@@ -129,35 +120,25 @@ def _run_script(body: str) -> subprocess.Popen:
                             start_new_session=True)
 
 
-def _all_pids_under(pids):
-    out = set(pids)
-    for pid in pids:
-        try:
-            out |= {c.pid for c in psutil.Process(pid).children(recursive=True)}
-        except psutil.NoSuchProcess:
-            pass
-    return out
-
-
 @pytest.mark.slow
 def test_ctrl_c_in_the_parent_leaves_no_workers_or_engines():
     proc = _run_script("time.sleep(60)")
     workers = [int(p) for p in proc.stdout.readline().split()]
-    tree = _all_pids_under(workers)
+    tree = process_tree(workers)
     assert len(tree) == 4
     os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C: the foreground group
     proc.wait(timeout=30)
-    assert _gone(tree)
+    assert wait_gone(tree)
 
 
 @pytest.mark.slow
 def test_a_parent_killed_outright_takes_its_workers_and_engines_with_it():
     proc = _run_script("time.sleep(60)")
     workers = [int(p) for p in proc.stdout.readline().split()]
-    tree = _all_pids_under(workers)
+    tree = process_tree(workers)
     proc.kill()
     proc.wait()
-    assert _gone(tree, within=10)
+    assert wait_gone(tree, within=10)
 
 
 def test_a_worker_that_died_between_episodes_is_replaced_at_reset(fixture_id):

@@ -7,10 +7,10 @@ import time
 
 import gymnasium as gym
 import numpy as np
-import psutil
 import pytest
 
 from agentgym.vector import AutoresetMode, ReadyBatch, make_vec
+from processes import process_tree, wait_gone
 
 ACTIONS = ["inc", "noop", "inc", "bogus", "inc", "inc"]
 BACKENDS = [("sync", {}), ("process", {}), ("process", {"envs_per_worker": 2})]
@@ -204,20 +204,10 @@ def test_close_with_jobs_in_flight_leaves_no_process_behind(fixture_id):
     vec.send_reset(seed=0)
     vec.recv(min_envs=2)
     vec.send(["!hang", "inc"])
-    workers = [psutil.Process(pid) for pid in set(vec.worker_pids())]
-    children = {w.pid for w in workers} | {c.pid for w in workers for c in w.children(recursive=True)}
+    children = process_tree(set(vec.worker_pids()))
     assert len(children) >= 4  # two workers, each with its engine process
     start = time.monotonic()
     vec.close()
     assert time.monotonic() - start < 5.0
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(_alive(pid) for pid in children):
-        time.sleep(0.1)
-    assert not any(_alive(pid) for pid in children)
+    assert wait_gone(children, within=5)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False

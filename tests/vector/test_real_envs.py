@@ -3,14 +3,13 @@
 import importlib.util
 import os
 import signal
-import time
 
 import gymnasium as gym
-import psutil
 import pytest
 
 import agentgym
 from agentgym.vector import make_vec
+from processes import java_children, wait_gone
 
 
 def _available(env_id):
@@ -77,30 +76,19 @@ def test_alfworld_group_and_a_killed_worker():
     vec.close()
 
 
-def _our_jvms():
-    return {p.pid for p in psutil.Process().children(recursive=True) if p.name() == "java"}
-
-
-def _alive(pids):
-    return {p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE}
-
-
 @pytest.mark.slow
 @_needs("ScienceWorld-v0")
 def test_scienceworld_jvms_are_gone_after_a_kill_and_after_close():
     vec = make_vec("ScienceWorld-v0", 2, group_size=2, backend="process")
     obs, infos = vec.reset(seed=0)
     assert obs[0] == obs[1]
-    jvms = _our_jvms()
+    jvms = java_children()
     assert len(jvms) == 2
     os.kill(vec.worker_pids()[0], signal.SIGKILL)
     _, _, _, truncated, _ = vec.step(["look around"] * 2)
     assert truncated.tolist() == [True, False]
     vec.reset(seed=0)
-    jvms |= _our_jvms()
+    jvms |= java_children()
     assert len(jvms) == 3
     vec.close()
-    deadline = time.monotonic() + 10
-    while _alive(jvms) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _alive(jvms)
+    assert wait_gone(jvms, within=10)
