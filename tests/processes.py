@@ -45,11 +45,11 @@ def process_tree(pids) -> set[int]:
 
 
 def java_children() -> set[int]:
-    """The JVMs among this process's descendants."""
+    """The running JVMs among this process's descendants."""
     out = set()
     for child in psutil.Process().children(recursive=True):
         try:
-            if child.name() == "java":
+            if child.name() == "java" and child.status() != psutil.STATUS_ZOMBIE:
                 out.add(child.pid)
         except psutil.NoSuchProcess:
             pass

@@ -49,7 +49,7 @@ def test_a_bad_jvm_option_fails_cleanly_without_a_leftover_jvm():
     before = java_children()
     with pytest.raises(EngineFailure, match="did not start"):
         ScienceWorldEngine(["-XX:+ThisOptionDoesNotExist"])
-    assert java_children() == before
+    assert java_children() <= before  # no new JVM (one from an earlier test may be exiting)
 
 
 def test_killed_jvm_truncates_the_episode_and_reset_restarts_it(env):
@@ -69,7 +69,7 @@ def test_killed_jvm_truncates_the_episode_and_reset_restarts_it(env):
 def test_close_stops_the_jvm_and_is_idempotent():
     before = java_children()
     e = gym.make("ScienceWorld-v0", task="melt")
-    assert java_children() == before  # the JVM starts at the first reset, not at make
+    assert java_children() <= before  # the JVM starts at the first reset, not at make
     e.reset(seed=0)
     pid = e.unwrapped.engine.pid
     e.close()
