@@ -10,7 +10,7 @@ def test_on_policy_loss_is_minus_mean_advantage_and_gradient_is_advantage_weight
     lp = torch.tensor([[-1.0, -2.0, -0.5]], requires_grad=True)
     mask = torch.tensor([[1.0, 1.0, 0.0]])
     loss, stats = policy_loss(lp, lp.detach(), torch.tensor([2.0]), mask, LossConfig(beta=0.0))
-    assert float(loss) == pytest.approx(-2.0)
+    assert loss.item() == pytest.approx(-2.0)
     loss.backward()
     # d(-ratio*A)/d(logp) = -A * ratio = -2 on the two loss tokens, averaged over 2 tokens
     assert lp.grad[0].tolist() == pytest.approx([-1.0, -1.0, 0.0])

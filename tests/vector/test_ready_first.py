@@ -55,14 +55,14 @@ def test_ready_first_plays_the_same_episodes_as_lockstep(fixture_id, backend, ex
 
 
 def test_recv_returns_the_envs_that_are_done_and_a_hung_env_holds_up_no_one(fixture_id):
-    vec = make_vec(fixture_id, 4, backend="process", step_timeout=1.5)
+    vec = make_vec(fixture_id, 4, backend="process", step_timeout=4.0)
     vec.send_reset(seed=0, options={"task_id": "count-5"})
     assert vec.recv(min_envs=4).resets.all()
     vec.send(["!hang", "inc", "inc", "inc"])
     start = time.monotonic()
     batch = vec.recv(min_envs=3)
     assert 0 not in batch.env_ids and sorted(batch.env_ids.tolist()) == [1, 2, 3]
-    assert time.monotonic() - start < 1.0 and vec.pending == (0,)
+    assert time.monotonic() - start < 3.0 and vec.pending == (0,)
     # the others go on stepping while env 0 hangs
     for _ in range(3):
         vec.send(["inc"] * 3, [1, 2, 3])
