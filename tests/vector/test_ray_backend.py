@@ -74,9 +74,7 @@ def test_ray_ready_first_matches_lockstep_and_a_hung_actor_holds_up_no_one(local
     assert ready._ready_first(make_vec(fixture_id, 6, group_size=2, backend="ray", envs_per_worker=2)) == expected
     ready.test_an_answer_that_came_in_time_survives_a_late_recv(fixture_id, backend="ray")
 
-    vec = make_vec(fixture_id, 3, backend="ray", step_timeout=4.0)
-    vec.send_reset(seed=0, options={"task_id": "count-5"})
-    vec.recv(min_envs=3)
+    vec = ready._started(fixture_id, 3, backend="ray", step_timeout=4.0)
     vec.send(["!hang", "inc", "inc"])
     start = time.monotonic()
     assert vec.recv(min_envs=2).env_ids.tolist() == [1, 2] and time.monotonic() - start < 3.0

@@ -16,6 +16,14 @@ ACTIONS = ["inc", "noop", "inc", "bogus", "inc", "inc"]
 BACKENDS = [("sync", {}), ("process", {}), ("process", {"envs_per_worker": 2})]
 
 
+def _started(fixture_id, num_envs, **kwargs):
+    """A ready-first vector env whose envs have all started a count-5 episode."""
+    vec = make_vec(fixture_id, num_envs, **kwargs)
+    vec.send_reset(seed=0, options={"task_id": "count-5"})
+    assert vec.recv(min_envs=num_envs).resets.all()
+    return vec
+
+
 def _lockstep(vec, steps=6):
     """Per env: the observations and (reward, terminated, truncated) of each of its steps."""
     obs, _ = vec.reset(seed=0)
@@ -55,9 +63,7 @@ def test_ready_first_plays_the_same_episodes_as_lockstep(fixture_id, backend, ex
 
 
 def test_recv_returns_the_envs_that_are_done_and_a_hung_env_holds_up_no_one(fixture_id):
-    vec = make_vec(fixture_id, 4, backend="process", step_timeout=4.0)
-    vec.send_reset(seed=0, options={"task_id": "count-5"})
-    assert vec.recv(min_envs=4).resets.all()
+    vec = _started(fixture_id, 4, backend="process", step_timeout=4.0)
     vec.send(["!hang", "inc", "inc", "inc"])
     start = time.monotonic()
     batch = vec.recv(min_envs=3)
@@ -79,9 +85,7 @@ def test_recv_returns_the_envs_that_are_done_and_a_hung_env_holds_up_no_one(fixt
 
 
 def test_a_worker_killed_mid_job_truncates_its_env_and_the_next_reset_gets_a_fresh_worker(fixture_id):
-    vec = make_vec(fixture_id, 3, backend="process")
-    vec.send_reset(seed=0, options={"task_id": "count-5"})
-    vec.recv(min_envs=3)
+    vec = _started(fixture_id, 3, backend="process")
     victim = vec.worker_pids()[1]
     vec.send(["inc", "!slow", "inc"])
     os.kill(victim, signal.SIGKILL)
@@ -94,9 +98,7 @@ def test_a_worker_killed_mid_job_truncates_its_env_and_the_next_reset_gets_a_fre
 
 
 def test_a_worker_answers_each_env_as_it_finishes(fixture_id):
-    vec = make_vec(fixture_id, 2, backend="process", envs_per_worker=2)
-    vec.send_reset(seed=0, options={"task_id": "count-5"})
-    vec.recv(min_envs=2)
+    vec = _started(fixture_id, 2, backend="process", envs_per_worker=2)
     vec.send(["inc", "!slow"])
     first = vec.recv()
     assert first.env_ids.tolist() == [0] and vec.pending == (1,)
@@ -111,9 +113,7 @@ def test_a_worker_answers_each_env_as_it_finishes(fixture_id):
 
 def test_recv_timeout_returns_what_is_ready(fixture_id):
     # Both envs hang: only the recv timeout can end the wait before the step timeout does.
-    vec = make_vec(fixture_id, 2, backend="process", step_timeout=60)
-    vec.send_reset(seed=0, options={"task_id": "count-5"})
-    vec.recv(min_envs=2)
+    vec = _started(fixture_id, 2, backend="process", step_timeout=60)
     vec.send(["!hang", "!hang"])
     start = time.monotonic()
     batch = vec.recv(timeout=0.05)
@@ -189,9 +189,7 @@ def test_misuse_gets_a_clear_error(fixture_id):
 
 def test_an_answer_that_came_in_time_survives_a_late_recv(fixture_id, backend="process"):
     # A policy may take longer than step_timeout to come back to recv(): the env answered on time.
-    vec = make_vec(fixture_id, 2, backend=backend, step_timeout=0.3)
-    vec.send_reset(seed=0, options={"task_id": "count-5"})
-    vec.recv(min_envs=2)
+    vec = _started(fixture_id, 2, backend=backend, step_timeout=0.3)
     vec.send(["inc", "inc"])
     time.sleep(0.8)
     batch = vec.recv(min_envs=2)
