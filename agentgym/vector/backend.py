@@ -60,8 +60,7 @@ class Backend(ABC):
     def run(self, jobs: Mapping[int, Job], timeout: float | None = None) -> dict[int, Result]:
         """Run the jobs, in parallel where the backend can; one result per job. Lockstep only:
         nothing may be in flight from ``submit`` (its results would be mixed in)."""
-        if self.in_flight:
-            raise RuntimeError(f"run() while envs {sorted(self.in_flight)} have jobs in flight")
+        self._refuse_if_in_flight()
         self.submit(jobs, timeout)
         results: dict[int, Result] = {}
         while len(results) < len(jobs):
@@ -93,19 +92,9 @@ class Backend(ABC):
             by_worker.setdefault(worker_of[i], {})[i] = job
         return by_worker
 
-    @staticmethod
-    def _per_env(by_worker: Mapping[int, Mapping[int, Job]], answers: Mapping[int, tuple]) -> dict[int, Result]:
-        """Workers' answers (``("ok", results)``, ``("error", ...)``, ``("failed", reason)``) as one
-        result per env: a worker that failed answers a fault for every env it held."""
-        results: dict[int, Result] = {}
-        for w, answer in answers.items():
-            if answer[0] == "ok":
-                results.update(answer[1])
-            else:
-                reason = answer[1] if answer[0] == "failed" else f"worker error: {answer[1]}"
-                for i in by_worker[w]:
-                    results[i] = ("fault", reason, "")
-        return results
+    def _refuse_if_in_flight(self) -> None:
+        if self.in_flight:
+            raise RuntimeError(f"run() while envs {sorted(self.in_flight)} have jobs in flight")
 
     def call(self, name: str, args: tuple = (), kwargs: dict | None = None) -> list[Any]:
         kwargs = dict(kwargs or {})
@@ -140,8 +129,7 @@ class SyncBackend(Backend):
         self.queue: dict[int, Job] = {}  # submitted, not run yet: run by poll, in order
 
     def run(self, jobs: Mapping[int, Job], timeout: float | None = None) -> dict[int, Result]:
-        if self.queue:
-            return super().run(jobs, timeout)  # raises: ready-first jobs are in flight
+        self._refuse_if_in_flight()
         return self.host.run(jobs)
 
     def submit(self, jobs: Mapping[int, Job], timeout: float | None = None, *, ready_first: bool = False) -> None:

@@ -345,14 +345,6 @@ class ProcessBackend(Backend):
         for w in by_worker:
             self.workers[w].flush(now, self.startup_timeout)
 
-    def run(self, jobs: Mapping[int, Job], timeout: float | None = None) -> dict[int, Result]:
-        if self._in_flight:
-            return super().run(jobs, timeout)  # raises: ready-first jobs are in flight
-        self.submit(jobs, timeout)
-        results: dict[int, Result] = {}
-        self._pump(lambda: len(results) >= len(jobs), None, results)
-        return results
-
     def poll(self, min_results: int = 1, wait: float | None = None) -> dict[int, Result]:
         results: dict[int, Result] = {}
         target = max(1, min(min_results, len(self._in_flight)))

@@ -25,7 +25,7 @@ import signal
 import threading
 import time
 import traceback
-from typing import Any
+from typing import Any, Callable
 
 from agentgym.vector.host import EnvFactory, EnvHost, describe
 
@@ -47,12 +47,15 @@ def _picklable_error(exc: BaseException) -> Any:
         return f"{describe(exc)}\n{traceback.format_exc(limit=8)}"
 
 
-def _send(conn, payload: Any) -> None:
+def _send(conn, payload: Any, unsendable: Callable[[Exception], tuple] | None = None) -> None:
+    """Answer ``("ok", payload)``; if it does not pickle (e.g. an info value), ``unsendable(error)``
+    instead, by default ``("error", ...)``."""
     # pickle.dumps straight to bytes: Connection.send's ForkingPickler costs more than a cheap step.
     try:
         data = pickle.dumps(("ok", payload), protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as e:  # noqa: BLE001  e.g. an info value that does not pickle
-        data = pickle.dumps(("error", _picklable_error(e)), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as e:  # noqa: BLE001
+        reply = ("error", _picklable_error(e)) if unsendable is None else unsendable(e)
+        data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
     conn.send_bytes(data)
 
 
@@ -104,12 +107,8 @@ def worker_main(
             try:
                 if command == "run" and message[2]:  # answer env by env, each as soon as it is done
                     for i, job in message[1].items():
-                        result = host.run({i: job})
-                        try:
-                            data = pickle.dumps(("ok", result), protocol=pickle.HIGHEST_PROTOCOL)
-                        except Exception as e:  # noqa: BLE001  e.g. an info value that does not pickle
-                            data = pickle.dumps(("ok", {i: ("fault", f"result could not be sent: {describe(e)}", "")}))
-                        conn.send_bytes(data)
+                        _send(conn, host.run({i: job}),
+                              lambda e, i=i: ("ok", {i: ("fault", f"result could not be sent: {describe(e)}", "")}))
                     continue
                 if command == "run":
                     payload = host.run(message[1])
