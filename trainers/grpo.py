@@ -306,16 +306,17 @@ def run_eval(args: Args, policy, env_kwargs: dict) -> dict:
     import torch
 
     from agentgym.agents import SamplingConfig
+    from agentgym.train.checkpoint import rng_state, set_rng_state
     from agentgym.train.evaluate import evaluate
 
     sampling = SamplingConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p)
-    rng_state = torch.get_rng_state()  # evaluation must not shift the training run's random stream
+    saved = rng_state()  # evaluation must not shift the training run's random streams (CPU and CUDA)
     torch.manual_seed(args.seed + 1_000_003)
     try:
         return evaluate(policy, args.env_id, env_kwargs, args.eval_split, args.eval_episodes,
                         batch_size=min(32, args.eval_episodes), seed=10_000, sampling=sampling)
     finally:
-        torch.set_rng_state(rng_state)
+        set_rng_state(saved)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ pytestmark = [pytest.mark.gpu,
 
 
 def test_grpo_runs_in_bf16_with_gradient_checkpointing(tmp_path):
-    history = grpo.main(grpo.Args(cold_start_steps=0, eval_episodes=0, env_kwargs=TOOLQA_SMALL, num_steps=2, num_groups=2, group_size=4, max_new_tokens=16,
-                                  device="cuda", bf16=True, gradient_checkpointing=True,
+    history = grpo.main(grpo.Args(cold_start_steps=0, eval_episodes=0, env_kwargs=TOOLQA_SMALL, num_steps=2,
+                                  num_groups=2, group_size=4, max_new_tokens=16, device="cuda", bf16=True,
+                                  gradient_checkpointing=True,
                                   output_dir=str(tmp_path), progress=False, quiet=True, tensorboard=False))
     assert len(history) == 2 and all(h["tokens_per_second"] > 0 for h in history)
     assert all(h["grad_norm"] == h["grad_norm"] for h in history)  # finite, not NaN

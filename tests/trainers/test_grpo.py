@@ -63,3 +63,34 @@ def test_resume_matches_an_uninterrupted_run_bitwise(tmp_path):
 def test_bad_resume_path_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="no checkpoint"):
         grpo.main(small_args(tmp_path, resume=str(tmp_path / "nothing")))
+
+
+def test_evaluation_reports_before_and_after_and_leaves_the_random_streams_as_they_were(tmp_path, tiny_path):
+    import random
+
+    import numpy as np
+
+    from agentgym.agents import HFPolicy, SamplingConfig
+    from agentgym.train.setup import load_model, load_tokenizer, seed_everything
+
+    args = small_args(tmp_path, eval_episodes=4, max_new_tokens=8)
+    policy = HFPolicy(load_model(tiny_path, "cpu", trainable=False), load_tokenizer(tiny_path),
+                      SamplingConfig(max_new_tokens=8))
+    env_kwargs = {"reward_mode": args.reward_mode, **json.loads(TOOLQA_SMALL)}
+
+    def draws():
+        return torch.rand(4).tolist(), np.random.random(), random.random()
+
+    seed_everything(7)
+    expected = draws()
+    seed_everything(7)
+    result = grpo.run_eval(args, policy, env_kwargs)
+    assert draws() == expected
+    assert 0.0 <= result["success_rate"] <= 1.0 and 0.0 <= result["prs_return"] <= 1.0
+    # the same held-out tasks and sampling seed every time: the same numbers again
+    assert grpo.run_eval(args, policy, env_kwargs) == result
+
+    grpo.main(small_args(tmp_path / "logged", num_steps=1, num_epochs=1, num_minibatches=1, eval_episodes=4))
+    last = read_jsonl(tmp_path / "logged" / "run" / "metrics.jsonl")[-1]
+    for key in ("eval/success/before", "eval/return/before", "eval/success/after", "eval/return/after"):
+        assert 0.0 <= last[key] <= 1.0, key
