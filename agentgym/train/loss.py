@@ -6,6 +6,14 @@ Per token t of a model-written span, with ratio r = exp(logp - logp_old) and adv
     kl_t = exp(logp_ref - logp) - (logp_ref - logp) - 1          (k3 estimator, >= 0)
     l_t  = pg_t + beta * kl_t
 
+CISPO (MiniMax-M1, ``loss_type="cispo"``; SPEC §4.5) clips the importance weight instead of the
+update and detaches it, so no token loses its gradient the way PPO-clipped tokens do:
+
+    pg_t = -sg(clip(r, 1 - eps_low, 1 + eps_high)) * A * logp
+
+Its value is not a surrogate objective, only its gradient ``-clip(r) * A * d logp`` means anything.
+MiniMax-M1 bounds the weight only from above; ``eps_low`` close to 1 comes nearest to that.
+
 Aggregation: ``token-mean`` averages l_t over every loss token of the batch (long episodes weigh
 more); ``seq-mean`` averages within each sequence first, then over sequences. Both accept an
 explicit normalizer so micro-batches of one optimizer step add up to the full-batch loss.
@@ -18,6 +26,7 @@ from dataclasses import dataclass
 import torch
 
 AGGREGATIONS = ("token-mean", "seq-mean")
+LOSS_TYPES = ("ppo", "cispo")
 
 
 @dataclass
@@ -32,8 +41,12 @@ class LossConfig:
     """Weight of the k3 KL penalty to the reference model; 0 switches the reference off."""
     aggregation: str = "token-mean"
     """``token-mean`` or ``seq-mean``."""
+    loss_type: str = "ppo"
+    """``ppo`` (clipped surrogate) or ``cispo`` (clipped, detached importance weight times logp)."""
 
     def __post_init__(self) -> None:
+        if self.loss_type not in LOSS_TYPES:
+            raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
         if self.aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {self.aggregation!r}")
         if not 0 <= self.eps_low < 1:
@@ -59,7 +72,7 @@ def policy_loss(
     ref_logprobs: torch.Tensor | None = None,
     normalizer: float | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """PPO-clip loss over ``[batch, tokens]`` tensors.
+    """PPO-clip (or CISPO, see ``cfg.loss_type``) loss over ``[batch, tokens]`` tensors.
 
     Args:
         logprobs: log-probabilities of the sampled tokens under the current policy (with grad).
@@ -78,9 +91,14 @@ def policy_loss(
         advantages = advantages.unsqueeze(1)
     advantages = advantages.to(logprobs.dtype)
     ratio = torch.exp(logprobs - old_logprobs)
-    unclipped = ratio * advantages
-    clipped = torch.clamp(ratio, 1 - cfg.eps_low, 1 + cfg.eps_high) * advantages
-    per_token = -torch.minimum(unclipped, clipped)
+    if cfg.loss_type == "cispo":
+        # the weight is a constant: a token far off-policy is down-weighted, never cut from the gradient
+        weight = torch.clamp(ratio, 1 - cfg.eps_low, 1 + cfg.eps_high).detach()
+        per_token = -weight * advantages * logprobs
+    else:
+        unclipped = ratio * advantages
+        clipped = torch.clamp(ratio, 1 - cfg.eps_low, 1 + cfg.eps_high) * advantages
+        per_token = -torch.minimum(unclipped, clipped)
     pg_per_token = per_token
     kl = None
     if cfg.beta > 0:
@@ -98,7 +116,11 @@ def policy_loss(
         loss = per_seq.sum() / max(denom, 1e-8)
     with torch.no_grad():
         n = mask.sum()
-        is_clipped = ((ratio < 1 - cfg.eps_low) & (advantages < 0)) | ((ratio > 1 + cfg.eps_high) & (advantages > 0))
+        if cfg.loss_type == "cispo":
+            # CISPO clips the weight whatever the sign of A
+            is_clipped = (ratio < 1 - cfg.eps_low) | (ratio > 1 + cfg.eps_high)
+        else:
+            is_clipped = ((ratio < 1 - cfg.eps_low) & (advantages < 0)) | ((ratio > 1 + cfg.eps_high) & (advantages > 0))
         stats = {
             "tokens": float(n),
             "pg_sum": float((pg_per_token * mask).sum()),

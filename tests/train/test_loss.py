@@ -76,3 +76,60 @@ def test_bad_config_raises():
         LossConfig(aggregation="sum")
     with pytest.raises(ValueError):
         LossConfig(eps_low=1.5)
+
+
+def test_cispo_value_and_gradient_by_hand():
+    old = torch.full((1, 4), -1.0)
+    # log-ratios 0.5, -0.5, 0.1, -0.1; the last token is masked out
+    lp = torch.tensor([[-0.5, -1.5, -0.9, -1.1]], requires_grad=True)
+    mask = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
+    cfg = LossConfig(eps_low=0.2, eps_high=0.3, beta=0.0, loss_type="cispo")
+    # weights clip(r, 0.8, 1.3): 1.3, 0.8, e^0.1, (e^-0.1, masked)
+    w = [1.3, 0.8, math.exp(0.1)]
+    for adv in (2.0, -2.0):
+        lp.grad = None
+        loss, st = policy_loss(lp, old, torch.tensor([adv]), mask, cfg)
+        expect = -(w[0] * adv * -0.5 + w[1] * adv * -1.5 + w[2] * adv * -0.9) / 3
+        assert loss.item() == pytest.approx(expect, rel=1e-6)
+        loss.backward()
+        # the weight is detached: d/dlogp = -clip(r) * A * mask / normalizer, clipped tokens included
+        assert lp.grad[0].tolist() == pytest.approx([-w[0] * adv / 3, -w[1] * adv / 3, -w[2] * adv / 3, 0.0])
+        # both out-of-range weights count as clipped whatever the sign of A
+        assert st["clipped_sum"] == 2
+
+
+def test_cispo_per_token_advantages_seq_mean_and_normalizer():
+    old = torch.zeros(2, 2)
+    lp = torch.tensor([[-0.1, 0.0], [0.0, -0.4]], requires_grad=True)
+    adv = torch.tensor([[1.0, 3.0], [-1.0, 0.5]])
+    mask = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+    cfg = LossConfig(eps_low=0.2, eps_high=0.2, beta=0.0, aggregation="seq-mean", loss_type="cispo")
+    loss, _ = policy_loss(lp, old, adv, mask, cfg, normalizer=4.0)
+    # weights: e^-0.1 = 0.905 (in range), 1, 1, e^-0.4 = 0.670 -> 0.8
+    w00 = math.exp(-0.1)
+    seq0 = -(w00 * 1.0 * -0.1)                          # one loss token
+    seq1 = -(1.0 * -1.0 * 0.0 + 0.8 * 0.5 * -0.4) / 2   # two loss tokens
+    assert loss.item() == pytest.approx((seq0 + seq1) / 4, rel=1e-6)
+    loss.backward()
+    assert lp.grad.tolist()[0] == pytest.approx([-w00 * 1.0 / 4, 0.0])
+    assert lp.grad.tolist()[1] == pytest.approx([1.0 / 2 / 4, -0.8 * 0.5 / 2 / 4])
+
+
+def test_cispo_gradient_matches_ppo_on_policy():
+    torch.manual_seed(0)
+    lp0 = torch.randn(3, 5)
+    adv = torch.randn(3)
+    mask = (torch.rand(3, 5) > 0.3).float()
+    grads = []
+    for loss_type in ("ppo", "cispo"):
+        lp = lp0.clone().requires_grad_(True)
+        loss, _ = policy_loss(lp, lp0, adv, mask, LossConfig(beta=0.0, loss_type=loss_type))
+        loss.backward()
+        grads.append(lp.grad)
+    assert torch.allclose(grads[0], grads[1], atol=1e-6)
+
+
+def test_unknown_loss_type_raises():
+    with pytest.raises(ValueError, match=r"loss_type must be one of \('ppo', 'cispo'\), got 'grpo'"):
+        LossConfig(loss_type="grpo")
+    assert LossConfig().loss_type == "ppo"
