@@ -120,7 +120,8 @@ def policy_loss(
             # CISPO clips the weight whatever the sign of A
             is_clipped = (ratio < 1 - cfg.eps_low) | (ratio > 1 + cfg.eps_high)
         else:
-            is_clipped = ((ratio < 1 - cfg.eps_low) & (advantages < 0)) | ((ratio > 1 + cfg.eps_high) & (advantages > 0))
+            is_clipped = (((ratio < 1 - cfg.eps_low) & (advantages < 0))
+                          | ((ratio > 1 + cfg.eps_high) & (advantages > 0)))
         stats = {
             "tokens": float(n),
             "pg_sum": float((pg_per_token * mask).sum()),

@@ -238,7 +238,8 @@ class ValueBuffer:
         """Up to ``n`` distinct tasks drawn without replacement, each draw ∝ value.
 
         Only tasks with value > 0 and not in ``exclude`` (e.g. the tasks already in this batch)
-        are eligible; fewer than ``n`` come back when fewer are eligible.
+        are eligible; fewer than ``n`` come back when fewer are eligible. The records returned are
+        the buffer's own: read them, change them through :meth:`update` and :meth:`mark_reused`.
         """
         if n < 0:
             raise ValueError(f"n must be >= 0, got {n}")
