@@ -117,6 +117,12 @@ class AgentEnv(gym.Env[str, str]):
         return None
 
     # ----- the contract ------------------------------------------------------------------
+    def task_ids(self, split: str | None = None) -> list[str] | None:
+        """Every task of ``split`` (default: the env's own) as the ``task_id`` that
+        ``reset(options={"task_id": ...})`` starts, in a fixed order; None when the env cannot
+        list them. Trainers use it to keep cold-start and RL tasks apart."""
+        return None
+
     def set_prs_stage(self, stage: float | None) -> None:
         """Set the PRS stage for the next episodes (None: the final stage, full reward)."""
         self.prs_stage = stage

@@ -171,6 +171,30 @@ class PRSTracker:
         return self._return
 
 
+def stage_pass_rate(episode_terms: Sequence[Mapping[str, float]], spec: PRSSpec, stage: float) -> float:
+    """The fraction of episodes that pass the gate of the PRS stage ``stage`` is in: stage 0's
+    gate is the format gate (``format >= tau_fmt``); a later stage's gate is full marks on each of
+    its terms. A threshold schedule advances when this reaches its threshold.
+
+    >>> spec = PRSSpec(stages=(("format",), ("tool",), ("answer",)), weights={"format": .1, "tool": .2, "answer": .7},
+    ...                aggregate={"format": "mean", "tool": "max", "answer": "last"})
+    >>> terms = [{"format": 1.0, "tool": 0.5}, {"format": 1.0, "tool": 1.0}, {"format": 0.5, "tool": 1.0}]
+    >>> stage_pass_rate(terms, spec, 0), stage_pass_rate(terms, spec, 1)
+    (0.6666666666666666, 0.6666666666666666)
+    """
+    if not episode_terms:
+        return 0.0
+    k = min(int(stage), spec.final_stage)
+    names = spec.stages[k]
+
+    def passed(terms: Mapping[str, float]) -> bool:
+        if k == 0:
+            return terms.get("format", 0.0) >= spec.tau_fmt - 1e-9
+        return all(terms.get(name, 0.0) >= 1.0 - 1e-9 for name in names)
+
+    return sum(passed(t) for t in episode_terms) / len(episode_terms)
+
+
 @dataclass
 class PRSSchedule:
     """Which PRS stage a trainer should ask for at a given training step.

@@ -3,7 +3,8 @@
 :class:`EnvBatch` is the small interface; :class:`ListEnvBatch` runs a list of gymnasium envs in
 this process and :class:`VecEnvBatch` wraps an ``agentgym.make_vec`` vector env (sync, process or
 Ray backends). Envs ``[g * G, (g + 1) * G)`` form group g and are reset with the same seed and
-options, so they start the same task; an env that finished is not stepped again.
+options, so they start the same task. Only the envs named in a call are reset or stepped: an
+episode the collector ended itself (turn or prompt limit) is never sent another action.
 """
 
 from __future__ import annotations
@@ -26,9 +27,19 @@ class EnvBatch:
     def num_envs(self) -> int:
         return self.num_groups * self.group_size
 
-    def reset_groups(self, seeds: Sequence[int], options: dict | None = None) -> list[tuple[str, dict]]:
-        """Start group g's envs on the task chosen by ``seeds[g]``; (obs, info) per env."""
+    def reset_groups(self, seeds: Sequence[int], options: dict | None = None,
+                     group_options: Sequence[dict] | None = None) -> list[tuple[str, dict]]:
+        """Start the envs of groups ``0 .. len(seeds) - 1``: group g on the task chosen by
+        ``seeds[g]`` and ``{**options, **group_options[g]}``; (obs, info) per env, group-major.
+        Groups past ``len(seeds)`` are left alone."""
         raise NotImplementedError
+
+    def _check_seeds(self, seeds: Sequence[int], group_options: Sequence[dict] | None) -> list[dict]:
+        if not 1 <= len(seeds) <= self.num_groups:
+            raise ValueError(f"need 1 to {self.num_groups} group seeds, got {len(seeds)}")
+        if group_options is not None and len(group_options) != len(seeds):
+            raise ValueError(f"need one group_options dict per seed ({len(seeds)}), got {len(group_options)}")
+        return [dict(o) for o in group_options] if group_options is not None else [{} for _ in seeds]
 
     def step_some(self, actions: dict[int, str]) -> dict[int, StepResult]:
         """Step the envs named in ``actions`` (env index -> action); the others are left alone."""
@@ -57,11 +68,12 @@ class ListEnvBatch(EnvBatch):
         self.num_groups, self.group_size = int(num_groups), int(group_size)
         self.envs = [env_fn() for _ in range(self.num_envs)]
 
-    def reset_groups(self, seeds, options=None):
-        if len(seeds) != self.num_groups:
-            raise ValueError(f"need {self.num_groups} seeds, got {len(seeds)}")
-        return [env.reset(seed=int(seeds[i // self.group_size]), options=dict(options or {}))
-                for i, env in enumerate(self.envs)]
+    def reset_groups(self, seeds, options=None, group_options=None):
+        per_group = self._check_seeds(seeds, group_options)
+        n = len(seeds) * self.group_size
+        return [env.reset(seed=int(seeds[i // self.group_size]),
+                          options={**(options or {}), **per_group[i // self.group_size]})
+                for i, env in enumerate(self.envs[:n])]
 
     def step_some(self, actions):
         out = {}
@@ -102,8 +114,8 @@ def _unbatch_info(infos: dict, n: int) -> list[dict]:
 class VecEnvBatch(EnvBatch):
     """An ``agentgym.make_vec`` vector env with groups (autoreset off, finished envs stay finished).
 
-    Actions for envs that are not stepped are sent as empty strings and their results ignored;
-    the vector env does not advance finished envs.
+    Resets go through the vector env's reset mask and per-group options; steps through its
+    ready-first ``send``/``recv`` for exactly the envs named, so no other env gets an action.
     """
 
     def __init__(self, vec_env, num_groups: int, group_size: int):
@@ -112,20 +124,30 @@ class VecEnvBatch(EnvBatch):
         self.vec = vec_env
         self.num_groups, self.group_size = int(num_groups), int(group_size)
 
-    def reset_groups(self, seeds, options=None):
-        if len(seeds) != self.num_groups:
-            raise ValueError(f"need {self.num_groups} seeds, got {len(seeds)}")
-        # one seed per group: every env of group g starts the task seeds[g] picks
-        obs, infos = self.vec.reset(seed=[int(s) for s in seeds], options=dict(options or {}))
+    def reset_groups(self, seeds, options=None, group_options=None):
+        per_group = self._check_seeds(seeds, group_options)
+        k, n = len(seeds), len(seeds) * self.group_size
+        # one seed per group: every env of group g starts the task seeds[g] picks; the groups
+        # not asked for keep their seeds and are not reset
+        all_seeds = [int(s) for s in seeds] + [0] * (self.num_groups - k)
+        mask = np.zeros(self.num_envs, dtype=np.bool_)
+        mask[:n] = True
+        reset_options = {**(options or {}), "group_options": per_group + [{}] * (self.num_groups - k)}
+        if k < self.num_groups:
+            reset_options["reset_mask"] = mask
+        obs, infos = self.vec.reset(seed=all_seeds, options=reset_options)
         per_env = _unbatch_info(infos, self.num_envs)
-        return [(str(obs[i]), per_env[i]) for i in range(self.num_envs)]
+        return [(str(obs[i]), per_env[i]) for i in range(n)]
 
     def step_some(self, actions):
-        batch = [actions.get(i, "") for i in range(self.num_envs)]
-        obs, rewards, terminated, truncated, infos = self.vec.step(tuple(batch))
-        per_env = _unbatch_info(infos, self.num_envs)
-        return {i: (str(obs[i]), float(rewards[i]), bool(terminated[i]), bool(truncated[i]), per_env[i])
-                for i in actions}
+        if not actions:
+            return {}
+        ids = sorted(actions)
+        self.vec.send([actions[i] for i in ids], ids)
+        got = self.vec.recv(min_envs=len(ids))
+        per_env = _unbatch_info(got.infos, len(got.env_ids))
+        return {int(i): (str(got.observations[k]), float(got.rewards[k]), bool(got.terminated[k]),
+                         bool(got.truncated[k]), per_env[k]) for k, i in enumerate(got.env_ids)}
 
     def set_prs_stage(self, stage):
         self.vec.call("set_prs_stage", stage)

@@ -1,28 +1,41 @@
-"""Extension points of the GRPO loop, so VSPO, GCD and friends stay small.
+"""Extension points of the training loop, so VSPO, GiGPO, DAPO and GCD stay small.
 
-A :class:`TrainerExtension` sees each step at three points:
+A :class:`TrainerExtension` sees each step at these points, in this order:
 
-1. ``after_rollout(ctx, episodes)``: replace or add episodes before advantages are computed
-   (VSPO drops zero-advantage groups and rolls out resampled tasks with ``ctx.collect``).
-2. ``transform_advantages(advantages, episodes)``: reshape episode advantages (VSPO's
-   value-smoothing scale and clipping; GiGPO's step term).
-3. ``extra_samples(ctx, episodes)``: add training samples of another ``kind`` with their own
-   advantages (GCD's judge samples); ``loss_weights[kind]`` weighs that kind's loss term, so the
+1. ``system_prompt(prompt)``: rewrite the system prompt of every episode before its first turn
+   (GCD's "Common mistakes" list).
+2. ``after_rollout(ctx, episodes)``: replace or add episodes before advantages are computed (VSPO
+   drops zero-advantage groups and plays resampled tasks with ``ctx.collect``; DAPO keeps groups
+   with reward spread and oversamples).
+3. ``transform_advantages(ctx, advantages, episodes)``: reshape advantages, one array per episode
+   with one value per turn (VSPO's value-smoothing scale and clip; GiGPO's step term).
+4. ``extra_samples(ctx, episodes)``: add training samples of another ``kind`` (GCD's judge
+   samples). ``sample_kinds[kind]`` gives that kind's loss weight and loss settings, so the
    objective is ``L_policy + sum_kind w_kind * L_kind`` in one backward pass.
 
 ``metrics()`` is merged into the step's logged metrics and ``state_dict``/``load_state_dict`` go
-into checkpoints, so extensions resume exactly too.
+into checkpoints, so extensions resume exactly. :class:`Extensions` chains several in order.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from agentgym.train.rollout import Episode
+from agentgym.train.rollout import Episode, GroupRequest
 from agentgym.train.samples import Sample
+
+
+@dataclass
+class SampleKind:
+    """How the samples of one extra kind enter the loss."""
+
+    weight: float = 1.0
+    """Its loss term's weight (GCD's lambda)."""
+    loss: Any = None
+    """Its :class:`agentgym.train.loss.LossConfig` (None: the policy's)."""
 
 
 @dataclass
@@ -30,25 +43,41 @@ class StepContext:
     """What an extension can use during a step."""
 
     step: int
-    collect: Callable[[Sequence[int]], list[Episode]]
-    """Roll out groups on the tasks chosen by these seeds (one seed per group; at most as many
-    groups as the env batch has) with the current policy."""
-    next_seeds: Callable[[int], list[int]]
-    """Draw this many fresh task seeds from the data stream (advances the saved data position)."""
+    """The step being trained, counted from 0."""
+    collect: Callable[[Sequence[GroupRequest]], list[Episode]]
+    """Play these groups with the current policy (any number: played in rounds of the env batch's
+    size); their time and tokens count in the step's rollout cost. Episodes that ended in an env
+    fault are already left out."""
+    next_requests: Callable[..., list[GroupRequest]]
+    """``next_requests(n, tag="batch")``: the next ``n`` tasks of the run's stream (advances the
+    saved data position)."""
     policy: Any
     tokenizer: Any
     group_size: int
+    num_groups: int
+    rng: np.random.Generator
+    """Randomness of this step for the extension's own draws (seeded by run seed and step, so a
+    resumed run draws the same)."""
+    config: Any = None
+    """The run's :class:`agentgym.train.config.TrainConfig`."""
+    info: dict = field(default_factory=dict)
+    """Scratch space shared by the extensions of one step."""
 
 
 class TrainerExtension:
     """Base class: every hook does nothing."""
 
-    loss_weights: dict[str, float] = {}
+    name: str = "extension"
+    sample_kinds: dict[str, SampleKind] = {}
+
+    def system_prompt(self, prompt: str) -> str:
+        return prompt
 
     def after_rollout(self, ctx: StepContext, episodes: list[Episode]) -> list[Episode]:
         return episodes
 
-    def transform_advantages(self, advantages: np.ndarray, episodes: Sequence[Episode]) -> np.ndarray:
+    def transform_advantages(self, ctx: StepContext, advantages: list[np.ndarray],
+                             episodes: Sequence[Episode]) -> list[np.ndarray]:
         return advantages
 
     def extra_samples(self, ctx: StepContext, episodes: Sequence[Episode]) -> list[Sample]:
@@ -62,3 +91,52 @@ class TrainerExtension:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         pass
+
+
+class Extensions(TrainerExtension):
+    """Several extensions as one, applied in order (each sees the previous one's output)."""
+
+    name = "extensions"
+
+    def __init__(self, extensions: Sequence[TrainerExtension] = ()):
+        self.items = list(extensions)
+        names = [e.name for e in self.items]
+        if len(set(names)) != len(names):
+            raise ValueError(f"extension names must be unique (they key checkpoint state): {names}")
+        self.sample_kinds = {}
+        for e in self.items:
+            clash = set(e.sample_kinds) & (set(self.sample_kinds) | {"policy"})
+            if clash:
+                raise ValueError(f"sample kind(s) {sorted(clash)} of {e.name!r} are already taken")
+            self.sample_kinds.update(e.sample_kinds)
+
+    def system_prompt(self, prompt):
+        for e in self.items:
+            prompt = e.system_prompt(prompt)
+        return prompt
+
+    def after_rollout(self, ctx, episodes):
+        for e in self.items:
+            episodes = e.after_rollout(ctx, episodes)
+        return episodes
+
+    def transform_advantages(self, ctx, advantages, episodes):
+        for e in self.items:
+            advantages = e.transform_advantages(ctx, advantages, episodes)
+            if len(advantages) != len(episodes):
+                raise ValueError(f"{e.name}.transform_advantages returned {len(advantages)} arrays for "
+                                 f"{len(episodes)} episodes")
+        return advantages
+
+    def extra_samples(self, ctx, episodes):
+        return [s for e in self.items for s in e.extra_samples(ctx, episodes)]
+
+    def metrics(self):
+        return {k: v for e in self.items for k, v in e.metrics().items()}
+
+    def state_dict(self):
+        return {e.name: e.state_dict() for e in self.items}
+
+    def load_state_dict(self, state):
+        for e in self.items:
+            e.load_state_dict(state.get(e.name, {}))

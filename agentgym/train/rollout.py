@@ -1,7 +1,8 @@
-"""Rollout collection: play one batch of grouped episodes with a policy and keep every token.
+"""Rollout collection: play grouped episodes with a policy and keep every token.
 
-For each group the collector resets the group's envs on one task, then steps all unfinished
-episodes together: it builds each episode's prompt ids in the chosen layout (:mod:`chat`), asks
+Each group is asked for by a :class:`GroupRequest` (a reset seed and, optionally, reset options
+such as a ``task_id``). The collector resets only the requested groups' envs, then steps all
+unfinished episodes together: it builds each episode's prompt ids in the chosen layout (:mod:`chat`), asks
 the policy for one completion per episode in one batched call, and sends the completion's text to
 the env. Everything the trainer needs later (prompt ids, sampled ids, the concat sequence and its
 loss mask, rewards, PRS terms) is recorded on the :class:`Episode`.
@@ -11,12 +12,28 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from agentgym.agents.base import Completion, Policy, SamplingConfig
 from agentgym.prompts import episode_to_messages
 from agentgym.train.chat import LAYOUTS, ChatEncoder, window_prompt_ids
 from agentgym.train.envs import EnvBatch
+
+
+@dataclass(frozen=True)
+class GroupRequest:
+    """One group to play: every env of the group is reset with this seed and these options."""
+
+    seed: int
+    options: dict = field(default_factory=dict)
+    """Reset options of this group (e.g. ``{"task_id": ...}``), merged over the call's options."""
+    tag: str = "batch"
+    """Who asked for it (``batch``, ``resample``...), for logging rollout cost per purpose."""
+
+
+def as_request(item: "int | GroupRequest") -> GroupRequest:
+    """A request from a bare seed (the older calling convention) or a request."""
+    return item if isinstance(item, GroupRequest) else GroupRequest(int(item))
 
 
 @dataclass
@@ -33,10 +50,17 @@ class Episode:
     """One played episode."""
 
     group: int
-    """Index of its group in the batch."""
+    """Its group: an id unique within a training step (within one call of :func:`collect_episodes`
+    it is the request's index)."""
     task_id: str
     group_key: str
     system_prompt: str
+    seed: int = 0
+    """The reset seed of its group."""
+    reset_options: dict = field(default_factory=dict)
+    """The reset options it started with (split, task_id...)."""
+    tag: str = "batch"
+    """The tag of the request it was played for."""
     observations: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
     turns: list[Turn] = field(default_factory=list)
@@ -52,8 +76,13 @@ class Episode:
     """``concat`` layout: the whole episode as one sequence, as the model generated from it."""
     concat_mask: list[int] = field(default_factory=list)
     """1 on ids the model sampled, 0 on ids from the template and the env."""
+    turn_spans: list[tuple[int, int]] = field(default_factory=list)
+    """``concat`` layout: ``[start, end)`` of each turn's sampled ids within ``concat_ids``."""
     cut_by_length: bool = False
     """Ended by the collector because the next prompt would exceed ``max_prompt_tokens``."""
+    error: str | None = None
+    """The env fault that ended it (``info["error"]``): not the model's failure, so trainers
+    leave it out of advantages and loss."""
 
     @property
     def done(self) -> bool:
@@ -87,25 +116,40 @@ class RolloutConfig:
             raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
 
 
-def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None, seeds: Sequence[int],
-                     cfg: RolloutConfig, sampling: SamplingConfig | None = None,
-                     reset_options: dict | None = None) -> tuple[list[Episode], dict[str, float]]:
-    """Play one episode in every env of ``envs``; group g's task is chosen by ``seeds[g]``.
+def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None,
+                     requests: Sequence[int | GroupRequest], cfg: RolloutConfig,
+                     sampling: SamplingConfig | None = None, reset_options: dict | None = None,
+                     system_prompt_hook: Callable[[str], str] | None = None) -> tuple[list[Episode], dict[str, float]]:
+    """Play one episode in every env of the requested groups; request g (a seed, or a
+    :class:`GroupRequest`) picks the task of the envs of group slot g. Slots past the last request
+    are neither reset nor stepped.
 
     ``encoder=None`` sends the policy chat histories (the ``window`` layout's messages) instead of
     token ids, for policies without a tokenizer (evaluation through an OpenAI-compatible server).
+    ``system_prompt_hook`` rewrites each episode's system prompt before its first turn.
 
     Returns the episodes (env order: group-major) and timing stats.
     """
     if encoder is None and cfg.layout == "concat":
         raise ValueError("the concat layout needs a ChatEncoder (token ids); use layout='window' without one")
+    requests = [as_request(r) for r in requests]
+    if not requests:
+        return [], {"time/rollout": 0.0, "time/generate": 0.0, "time/env": 0.0}
+    if len(requests) > envs.num_groups:
+        raise ValueError(f"{len(requests)} group requests for an env batch of {envs.num_groups} groups")
     t0 = time.perf_counter()
-    starts = envs.reset_groups(seeds, reset_options)
+    base = dict(reset_options or {})
+    starts = envs.reset_groups([r.seed for r in requests], base, [dict(r.options) for r in requests])
     episodes = []
     for i, (obs, info) in enumerate(starts):
+        req = requests[i // envs.group_size]
+        system_prompt = info.get("system_prompt", "")
+        if system_prompt_hook is not None:
+            system_prompt = system_prompt_hook(system_prompt)
         ep = Episode(group=i // envs.group_size, task_id=str(info.get("task_id", "")),
                      group_key=str(info.get("group_key", info.get("task_id", ""))),
-                     system_prompt=info.get("system_prompt", ""), observations=[obs])
+                     system_prompt=system_prompt, observations=[obs], seed=req.seed,
+                     reset_options={**base, **req.options}, tag=req.tag)
         if cfg.layout == "concat":
             ep.concat_ids = encoder.prompt_ids(episode_to_messages(ep.system_prompt, [obs], []))
             ep.concat_mask = [0] * len(ep.concat_ids)
@@ -146,6 +190,7 @@ def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
             obs, reward, terminated, truncated, info = results[i]
             if cfg.layout == "concat":
                 messages = episode_to_messages(ep.system_prompt, ep.observations, ep.actions)
+                ep.turn_spans.append((len(ep.concat_ids), len(ep.concat_ids) + len(c.token_ids)))
                 ep.concat_ids += c.token_ids
                 ep.concat_mask += [1] * len(c.token_ids)
                 if not (terminated or truncated):
@@ -165,5 +210,7 @@ def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
                 ep.success = bool(info.get("success", False))
                 ep.episode_terms = dict(info.get("episode_terms", {}))
                 ep.metrics = dict(info.get("metrics", {}))
+                if info.get("error"):
+                    ep.error = str(info["error"])
     stats = {"time/rollout": time.perf_counter() - t0, "time/generate": gen_time, "time/env": env_time}
     return episodes, stats

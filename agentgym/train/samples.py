@@ -2,7 +2,9 @@
 
 ``concat``: one sample per episode, the episode's whole sequence with the mask recorded during the
 rollout (1 on sampled ids only). ``window``: one sample per turn, the turn's prompt (mask 0) then
-its sampled ids (mask 1). Either way every model-written token of episode i gets advantage A_i.
+its sampled ids (mask 1). An episode's advantage is one number (every model-written token of
+episode i gets A_i) or one number per turn (GiGPO's step term, value-smoothed turns): turn t's
+tokens get A_i[t], in either layout.
 
 Samples carry a ``kind`` so that extensions can add their own (GCD's judge samples) and weigh
 their loss separately (``loss_weights`` in :func:`agentgym.train.update.train_step`).
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Sequence
+
+import numpy as np
 
 from agentgym.train.rollout import Episode
 
@@ -25,31 +29,59 @@ class Sample:
     kind: str = "policy"
     episode: int = -1
     """Index of the episode it came from (-1: none)."""
+    token_advantages: list[float] | None = None
+    """Per token of ``input_ids`` (used instead of ``advantage`` when set): turns of one
+    ``concat`` sequence with different advantages."""
 
     def __post_init__(self) -> None:
         if len(self.input_ids) != len(self.loss_mask):
             raise ValueError(f"input_ids ({len(self.input_ids)}) and loss_mask ({len(self.loss_mask)}) differ")
+        if self.token_advantages is not None and len(self.token_advantages) != len(self.input_ids):
+            raise ValueError(f"token_advantages ({len(self.token_advantages)}) and input_ids "
+                             f"({len(self.input_ids)}) differ")
 
     @property
     def num_loss_tokens(self) -> int:
         return int(sum(self.loss_mask))
 
 
-def episode_samples(episodes: Sequence[Episode], advantages: Sequence[float], layout: str) -> list[Sample]:
-    """Samples of every episode that has at least one model turn."""
+def per_turn(episodes: Sequence[Episode], advantages: Sequence) -> list[np.ndarray]:
+    """Each episode's advantage as one value per turn (a scalar is repeated over the turns)."""
     if len(episodes) != len(advantages):
         raise ValueError(f"{len(episodes)} episodes but {len(advantages)} advantages")
     out = []
-    for i, (ep, adv) in enumerate(zip(episodes, advantages)):
+    for ep, adv in zip(episodes, advantages):
+        a = np.asarray(adv, dtype=np.float64)
+        if a.ndim == 0:
+            a = np.full(len(ep.turns), float(a))
+        if a.shape != (len(ep.turns),):
+            raise ValueError(f"an episode of {len(ep.turns)} turns got advantages of shape {a.shape}")
+        out.append(a)
+    return out
+
+
+def episode_samples(episodes: Sequence[Episode], advantages: Sequence, layout: str) -> list[Sample]:
+    """Samples of every episode that has at least one model turn; ``advantages[i]`` is a number or
+    one number per turn of episode i."""
+    out = []
+    for i, (ep, adv) in enumerate(zip(episodes, per_turn(episodes, advantages))):
         if not ep.turns:
             continue
         if layout == "concat":
-            out.append(Sample(list(ep.concat_ids), list(ep.concat_mask), float(adv), episode=i))
+            token_adv = None
+            if len(adv) and np.ptp(adv) > 0:
+                if len(ep.turn_spans) != len(ep.turns):
+                    raise ValueError("per-turn advantages in the concat layout need the episode's turn spans")
+                token_adv = [0.0] * len(ep.concat_ids)
+                for (start, end), a in zip(ep.turn_spans, adv):
+                    token_adv[start:end] = [float(a)] * (end - start)
+            out.append(Sample(list(ep.concat_ids), list(ep.concat_mask), float(adv[0]), episode=i,
+                              token_advantages=token_adv))
         elif layout == "window":
-            for turn in ep.turns:
+            for turn, a in zip(ep.turns, adv):
                 ids = turn.completion.token_ids
                 out.append(Sample(list(turn.prompt_ids) + list(ids), [0] * len(turn.prompt_ids) + [1] * len(ids),
-                                  float(adv), episode=i))
+                                  float(a), episode=i))
         else:
             raise ValueError(f"unknown layout {layout!r}")
     return out

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from agentgym.train.envs import EnvBatch, ListEnvBatch, VecEnvBatch
+from agentgym.train.tasks import task_seed  # noqa: F401  (re-exported: scripts seed with it)
 
 
 def resolve_device(device: str) -> str:
@@ -27,11 +28,6 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-def task_seed(run_seed: int, position: int) -> int:
-    """The env seed of the ``position``-th task of a run's data stream (deterministic, resumable)."""
-    return int(np.random.SeedSequence([int(run_seed), int(position)]).generate_state(1)[0])
 
 
 def parse_env_kwargs(text: str | dict | None) -> dict[str, Any]:

@@ -29,7 +29,16 @@ def pad_batch(samples: Sequence[Sample], pad_id: int, device) -> dict[str, torch
         ids[i, :n] = torch.tensor(s.input_ids, dtype=torch.long)
         attention[i, :n] = 1
         mask[i, :n] = torch.tensor(s.loss_mask, dtype=torch.float32)
-    adv = torch.tensor([s.advantage for s in samples], dtype=torch.float32)
+    if any(s.token_advantages is not None for s in samples):
+        # per-token advantages, shifted like the loss mask (position t predicts token t + 1)
+        adv = torch.zeros((len(samples), width), dtype=torch.float32)
+        for i, s in enumerate(samples):
+            n = len(s.input_ids)
+            adv[i, :n] = torch.tensor(s.token_advantages if s.token_advantages is not None else [s.advantage] * n,
+                                      dtype=torch.float32)
+        adv = adv[:, 1:]
+    else:
+        adv = torch.tensor([s.advantage for s in samples], dtype=torch.float32)
     return {"input_ids": ids.to(device), "attention_mask": attention.to(device),
             "loss_mask": mask[:, 1:].to(device), "advantages": adv.to(device)}
 
@@ -104,11 +113,14 @@ def train_step(
     loss_weights: Mapping[str, float] | None = None,
     max_grad_norm: float | None = 1.0,
     bf16: bool = False,
+    loss_configs: Mapping[str, LossConfig] | None = None,
 ) -> dict[str, float]:
     """One optimizer step on ``samples``; returns metrics.
 
     ``old_logprobs`` None means the samples were drawn from the current weights (one update per
     rollout batch), so the ratio's denominator is the current logprob, detached.
+    ``loss_configs[kind]`` is the loss of samples of that kind (default: ``cfg``), so GCD's judge
+    samples can clip and aggregate differently from the policy's.
     """
     if not samples:
         raise ValueError("train_step needs at least one sample")
@@ -117,9 +129,11 @@ def train_step(
     if unknown:
         raise ValueError(f"no loss weight for sample kinds {sorted(unknown)}")
     device = next(model.parameters()).device
+    configs = {kind: (loss_configs or {}).get(kind, cfg) for kind in weights}
     normalizers: dict[str, float] = {}
     for s in samples:
-        add = (s.num_loss_tokens - (1 if s.loss_mask and s.loss_mask[0] else 0)) if cfg.aggregation == "token-mean" else 1
+        token_mean = configs[s.kind].aggregation == "token-mean"
+        add = (s.num_loss_tokens - (1 if s.loss_mask and s.loss_mask[0] else 0)) if token_mean else 1
         normalizers[s.kind] = normalizers.get(s.kind, 0.0) + add
     model.train()
     optimizer.zero_grad(set_to_none=True)
@@ -132,7 +146,7 @@ def train_step(
         width = lp.shape[1]
         old = lp.detach() if old_logprobs is None else _stack([old_logprobs[i] for i in idx], width, device)
         ref = _stack([ref_logprobs[i] for i in idx], width, device) if ref_logprobs is not None else None
-        loss, stats = policy_loss(lp, old, batch["advantages"], batch["loss_mask"], cfg, ref_logprobs=ref,
+        loss, stats = policy_loss(lp, old, batch["advantages"], batch["loss_mask"], configs[kind], ref_logprobs=ref,
                                   normalizer=normalizers[kind])
         (weights[kind] * loss).backward()
         for key, value in stats.items():

@@ -6,18 +6,14 @@ import torch
 from safetensors.torch import load_file
 
 import grpo
-from trainer_helpers import TOOLQA_SMALL
+from agentgym.train.loop import run_eval
+from trainer_helpers import TOOLQA_SMALL, small_config
 
 VOLATILE = ("time/", "tokens_per_second")
 
 
 def small_args(tmp_path, **kw):
-    base = dict(env_kwargs=TOOLQA_SMALL, num_steps=4, num_groups=2, group_size=2, max_new_tokens=12,
-                micro_batch_size=3, num_epochs=2, num_minibatches=2, beta=0.01, output_dir=str(tmp_path / "run"),
-                save_every=2, progress=False, quiet=True, tensorboard=True, seed=3, cold_start_steps=0,
-                eval_episodes=0)
-    base.update(kw)
-    return grpo.Args(**base)
+    return small_config(tmp_path, **kw)
 
 
 def stable(rows):
@@ -61,8 +57,11 @@ def test_resume_matches_an_uninterrupted_run_bitwise(tmp_path):
 
 
 def test_bad_resume_path_is_a_clear_error(tmp_path):
-    with pytest.raises(ValueError, match="no checkpoint"):
+    with pytest.raises(ValueError, match="--resume .* does not exist"):
         grpo.main(small_args(tmp_path, resume=str(tmp_path / "nothing")))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no checkpoint"):
+        grpo.main(small_args(tmp_path, resume=str(tmp_path / "empty")))
 
 
 def test_evaluation_reports_before_and_after_and_leaves_the_random_streams_as_they_were(tmp_path, tiny_path):
@@ -76,7 +75,7 @@ def test_evaluation_reports_before_and_after_and_leaves_the_random_streams_as_th
     args = small_args(tmp_path, eval_episodes=4, max_new_tokens=8)
     policy = HFPolicy(load_model(tiny_path, "cpu", trainable=False), load_tokenizer(tiny_path),
                       SamplingConfig(max_new_tokens=8))
-    env_kwargs = {"reward_mode": args.reward_mode, **json.loads(TOOLQA_SMALL)}
+    env_kwargs = {"reward_mode": args.env.reward_mode, **json.loads(TOOLQA_SMALL)}
 
     def draws():
         return torch.rand(4).tolist(), np.random.random(), random.random()
@@ -84,11 +83,11 @@ def test_evaluation_reports_before_and_after_and_leaves_the_random_streams_as_th
     seed_everything(7)
     expected = draws()
     seed_everything(7)
-    result = grpo.run_eval(args, policy, env_kwargs)
+    result = run_eval(args, policy, env_kwargs)
     assert draws() == expected
     assert 0.0 <= result["success_rate"] <= 1.0 and 0.0 <= result["prs_return"] <= 1.0
     # the same held-out tasks and sampling seed every time: the same numbers again
-    assert grpo.run_eval(args, policy, env_kwargs) == result
+    assert run_eval(args, policy, env_kwargs) == result
 
     grpo.main(small_args(tmp_path / "logged", num_steps=1, num_epochs=1, num_minibatches=1, eval_episodes=4))
     last = read_jsonl(tmp_path / "logged" / "run" / "metrics.jsonl")[-1]

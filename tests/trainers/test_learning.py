@@ -15,6 +15,7 @@ import sft
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.train.evaluate import evaluate
 from agentgym.train.setup import load_model, load_tokenizer
+from agentgym.train.config import SFTRunConfig, TrainConfig, build
 from trainer_helpers import TOOLQA_SMALL
 
 SAMPLING = SamplingConfig(max_new_tokens=40, temperature=1.0)
@@ -30,11 +31,11 @@ def eval_reward(path):
 
 @pytest.mark.slow
 def test_grpo_raises_reward_after_sft_cold_start(tmp_path):
-    cold = sft.main(sft.Args(env_kwargs=TOOLQA_SMALL, num_steps=100, num_episodes=128, learning_rate=3e-3,
+    cold = sft.main(build(SFTRunConfig, env_kwargs=TOOLQA_SMALL, num_steps=100, num_episodes=128, learning_rate=3e-3,
                              output_dir=str(tmp_path / "sft"), seed=0, quiet=True))
     before = eval_reward(cold)
     steps = 20
-    history = grpo.main(grpo.Args(model=cold, env_kwargs=TOOLQA_SMALL, num_steps=steps, num_groups=4, group_size=8,
+    history = grpo.main(build(TrainConfig, model=cold, env_kwargs=TOOLQA_SMALL, num_steps=steps, num_groups=4, group_size=8,
                                   max_new_tokens=40, prs_schedule="constant", prs_start_stage=0, learning_rate=5e-4,
                                   beta=0.0, output_dir=str(tmp_path / "grpo"), seed=0, save_every=0,
                                   progress=False, quiet=True, tensorboard=False, eval_episodes=0))

@@ -9,6 +9,7 @@ from agentgym.train.evaluate import evaluate
 from agentgym.train.expert import expert_episode
 from agentgym.train.metrics import read_metrics
 from agentgym.train.setup import load_tokenizer
+from agentgym.train.config import SFTRunConfig, build
 from trainer_helpers import TOOLQA_SMALL
 
 
@@ -29,7 +30,7 @@ def test_expert_transcript_trains_on_assistant_tokens_only(tmp_path):
 
 
 def test_sft_smoke(tmp_path):
-    final = sft.main(sft.Args(env_kwargs=TOOLQA_SMALL, num_steps=3, num_episodes=8, batch_size=4,
+    final = sft.main(build(SFTRunConfig, progress=False, env_kwargs=TOOLQA_SMALL, num_steps=3, num_episodes=8, batch_size=4,
                               output_dir=str(tmp_path), quiet=True))
     rows = read_metrics(tmp_path)
     assert [r["step"] for r in rows] == [1, 2, 3] and rows[0]["loss/sft"] > 0

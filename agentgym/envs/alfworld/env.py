@@ -126,6 +126,9 @@ class ALFWorldEnv(AgentEnv):
     def games(self) -> list:
         return self.games_in(self.split)
 
+    def task_ids(self, split: str | None = None) -> list[str]:
+        return [game.task_id for game in self.games_in(split or self.split)]
+
     def _pick(self, games: list, task_id) -> int:
         if task_id is None:
             return int(self.np_random.integers(len(games)))

@@ -175,6 +175,10 @@ class ScienceWorldEnv(AgentEnv):
         super().close()
 
     # ----- episode start ---------------------------------------------------------------------
+    def task_ids(self, split: str | None = None) -> list[str]:
+        split = canonical_split(split or self.split)
+        return [f"{task}/{v}" for task in self.tasks for v in split_variations(task, split)]
+
     def _choose(self, options: dict[str, Any]) -> tuple[str, int, str]:
         split = canonical_split(options.get("split", self.split))
         task, variation = None, options.get("variation")

@@ -135,6 +135,9 @@ class ToolQAEnv(AgentEnv):
             self._pools[split] = pool
         return self._pools[split]
 
+    def task_ids(self, split: str | None = None) -> list[str]:
+        return [q.id for q in self._pool(split or self.split)]
+
     def _start(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         split = options.get("split", self.split)
         pool = self._pool(split)

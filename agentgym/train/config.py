@@ -1,0 +1,417 @@
+"""Trainer configuration, declared once: nested dataclasses that every script in ``trainers/``
+parses with ``tyro``.
+
+The groups (env, model, rollout, optim, run, eval, cold start) are shared by ``sft.py``,
+``grpo.py``, ``vspo.py`` and ``gcd.py``; their flags carry no prefix (``--env-id``,
+``--num-steps``), so the flags users already type keep working. A method adds one field of its own
+(``vspo: VSPOConfig``), whose flags carry its prefix (``--vspo.eta``).
+
+Every setting is checked when the command line is parsed (:func:`parse`), TRL style: a user's
+mistake is one line naming the flag, not a stack trace. Programs that build a config in code get
+the same checks as a ``ValueError`` from :meth:`TrainConfig.validate`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Annotated, Any, Literal, TypeVar
+
+import tyro
+
+# Per-env defaults of --env-kwargs: small single-hop ToolQA episodes suit the built-in tiny model;
+# other envs take their own defaults (an empty object).
+DEFAULT_ENV_KWARGS = {
+    "ToolQA-v0": {"question_kinds": ["single_hop"], "max_turns": 4},
+}
+TINY_MODELS = ("tiny", "tiny-small")
+
+
+class ConfigError(ValueError):
+    """A setting that cannot work; the message names the flag."""
+
+
+def default_env_kwargs(env_id: str) -> dict[str, Any]:
+    """The env kwargs a run uses when ``--env-kwargs`` is not given."""
+    return json.loads(json.dumps(DEFAULT_ENV_KWARGS.get(env_id, {})))
+
+
+def _finite(name: str, value: float, minimum: float | None = None, positive: bool = False) -> None:
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"--{name} must be a finite number, got {value!r}")
+    if positive and value <= 0:
+        raise ConfigError(f"--{name} must be > 0, got {value}")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"--{name} must be >= {minimum}, got {value}")
+
+
+def _at_least(name: str, value: int, minimum: int, why: str = "") -> None:
+    if value < minimum:
+        raise ConfigError(f"--{name} must be >= {minimum}{f' ({why})' if why else ''}, got {value}")
+
+
+@dataclass
+class EnvConfig:
+    """Which env the run plays, and how it is rewarded."""
+
+    env_id: str = "ToolQA-v0"
+    """registered env id (`agentgym list`)"""
+    env_kwargs: str | None = None
+    """JSON object of keyword arguments for each env (default: the env's own defaults; ToolQA-v0: single-hop, 4 turns)"""
+    split: str = "train"
+    """env split to train on (sent as a reset option)"""
+    backend: Literal["sync", "process", "ray", "list"] = "sync"
+    """make_vec backend (`list`: plain envs in this process)"""
+    reward_mode: Literal["prs", "binary"] = "prs"
+    """PRS shaped reward, or the papers' binary success baseline"""
+    prs_schedule: Literal["none", "linear", "threshold", "constant"] = "none"
+    """how the PRS stage moves over training (`none`: final stage, full reward)"""
+    prs_start_stage: float = 0.0
+    """first PRS stage of a schedule"""
+    prs_schedule_steps: int = 100
+    """linear schedule: steps from the start stage to the final stage"""
+    prs_threshold: float = 0.8
+    """threshold schedule: batch pass rate of the current stage's gate that advances the stage"""
+
+    def kwargs(self) -> dict[str, Any]:
+        """The env kwargs this config gives every env (``reward_mode`` included)."""
+        from agentgym.train.setup import parse_env_kwargs
+
+        base = default_env_kwargs(self.env_id) if self.env_kwargs is None else parse_env_kwargs(self.env_kwargs)
+        return {"reward_mode": self.reward_mode, **base}
+
+    def validate(self) -> None:
+        import gymnasium as gym
+
+        import agentgym  # noqa: F401  registers the envs
+
+        if self.env_id not in gym.registry:
+            known = sorted(k for k in gym.registry if not k.startswith(("CartPole", "Acrobot")))
+            close = [k for k in known if self.env_id.lower() in k.lower() or k.lower() in self.env_id.lower()]
+            hint = f"; did you mean {close[0]!r}?" if close else "; `agentgym list` prints the env ids"
+            raise ConfigError(f"--env-id {self.env_id!r} is not a registered env{hint}")
+        if self.env_kwargs is not None:
+            try:
+                self.kwargs()
+            except ValueError as e:
+                raise ConfigError(f"--env-kwargs: {e}") from None
+        _at_least("prs-schedule-steps", self.prs_schedule_steps, 1)
+        _finite("prs-threshold", self.prs_threshold, minimum=0.0)
+        _finite("prs-start-stage", self.prs_start_stage, minimum=0.0)
+
+
+@dataclass
+class ModelConfig:
+    """The model and where it runs."""
+
+    model: str = "tiny"
+    """local checkpoint directory, or `tiny` / `tiny-small` to build one offline"""
+    device: str = "auto"
+    """`auto`, `cpu` or `cuda[:N]`"""
+    cpu_threads: int = 1
+    """torch intra-op threads on CPU (small models run fastest on 1; 0: torch's default)"""
+    bf16: bool = True
+    """bf16 autocast on GPU (ignored on CPU)"""
+    gradient_checkpointing: bool = True
+    """activation checkpointing on GPU (ignored on CPU)"""
+
+    def validate(self) -> None:
+        if self.model not in TINY_MODELS:
+            if not os.path.isdir(self.model):
+                raise ConfigError(f"--model {self.model!r} is not a directory; give a local Hugging Face checkpoint "
+                                  f"directory or one of {', '.join(TINY_MODELS)} (nothing is downloaded)")
+            if not os.path.isfile(os.path.join(self.model, "config.json")):
+                raise ConfigError(f"--model {self.model!r} has no config.json: not a Hugging Face checkpoint directory")
+        if not (self.device in ("auto", "cpu") or self.device.startswith("cuda")):
+            raise ConfigError(f"--device must be auto, cpu or cuda[:N], got {self.device!r}")
+        _at_least("cpu-threads", self.cpu_threads, 0)
+
+
+@dataclass
+class RolloutConfig:
+    """How episodes are sampled and laid out as tokens."""
+
+    num_groups: int = 4
+    """tasks per step"""
+    group_size: int = 8
+    """episodes per task (G)"""
+    max_new_tokens: int = 48
+    """most tokens per model turn"""
+    temperature: float = 1.0
+    """sampling temperature (also applied to training logprobs)"""
+    top_p: float = 1.0
+    """nucleus sampling mass"""
+    layout: Literal["concat", "window"] = "concat"
+    """multi-turn token layout (docs/trainers.md)"""
+    window: int = 2
+    """window layout: past turns kept in the prompt"""
+    max_prompt_tokens: int = 3072
+    """an episode whose next prompt is longer is cut (truncated)"""
+
+    def validate(self) -> None:
+        _at_least("num-groups", self.num_groups, 1)
+        _at_least("group-size", self.group_size, 2, "group advantages compare episodes of one task")
+        _at_least("max-new-tokens", self.max_new_tokens, 1)
+        _finite("temperature", self.temperature, positive=True)
+        _finite("top-p", self.top_p, positive=True)
+        if self.top_p > 1:
+            raise ConfigError(f"--top-p must be in (0, 1], got {self.top_p}")
+        _at_least("window", self.window, 0)
+        _at_least("max-prompt-tokens", self.max_prompt_tokens, 1)
+
+
+@dataclass
+class OptimConfig:
+    """The policy loss and the optimizer."""
+
+    std_normalize: bool = True
+    """divide advantages by the group std (False: Dr. GRPO)"""
+    loss_type: Literal["ppo", "cispo"] = "ppo"
+    """token loss: PPO-clip, or CISPO's clipped, detached importance weight"""
+    eps_low: float = 0.2
+    """PPO clip range below 1"""
+    eps_high: float = 0.2
+    """PPO clip range above 1 (DAPO's clip-higher: 0.28)"""
+    beta: float = 0.001
+    """k3 KL weight to the frozen initial model (0: no reference model)"""
+    aggregation: Literal["token-mean", "seq-mean"] = "token-mean"
+    """how token losses are averaged"""
+    num_epochs: int = 1
+    """passes over each rollout batch"""
+    num_minibatches: int = 1
+    """optimizer steps per pass"""
+    micro_batch_size: int = 8
+    """sequences per forward pass (gradient accumulation)"""
+    learning_rate: float = 5e-4
+    """AdamW learning rate (5e-4 suits the tiny model; real models want ~1e-6)"""
+    weight_decay: float = 0.0
+    """AdamW weight decay"""
+    max_grad_norm: float = 1.0
+    """gradient clipping (0: off)"""
+
+    def validate(self) -> None:
+        _finite("learning-rate", self.learning_rate, positive=True)
+        _finite("weight-decay", self.weight_decay, minimum=0.0)
+        _finite("max-grad-norm", self.max_grad_norm, minimum=0.0)
+        _finite("beta", self.beta, minimum=0.0)
+        _finite("eps-low", self.eps_low, minimum=0.0)
+        if self.eps_low >= 1:
+            raise ConfigError(f"--eps-low must be < 1, got {self.eps_low}")
+        _finite("eps-high", self.eps_high, minimum=0.0)
+        _at_least("num-epochs", self.num_epochs, 1)
+        _at_least("num-minibatches", self.num_minibatches, 1)
+        _at_least("micro-batch-size", self.micro_batch_size, 1)
+
+    def loss_config(self):
+        from agentgym.train.loss import LossConfig
+
+        return LossConfig(self.eps_low, self.eps_high, self.beta, self.aggregation, loss_type=self.loss_type)
+
+
+@dataclass
+class RunConfig:
+    """Length, seeding, output and resume."""
+
+    num_steps: int = 30
+    """optimizer steps (one rollout batch each)"""
+    seed: int = 0
+    """seed of weights-independent randomness: task stream, sampling"""
+    output_dir: str = "runs/grpo"
+    """where metrics.jsonl, tensorboard/ and checkpoints/ go"""
+    save_every: int = 10
+    """checkpoint every this many steps (and at the end; 0: only at the end)"""
+    resume: str | None = None
+    """resume from a checkpoint: a path, or `auto` (also the bare flag) for OUTPUT_DIR's latest"""
+    tensorboard: bool = True
+    """also log to TensorBoard"""
+    progress: bool = True
+    """show a progress bar"""
+    quiet: bool = False
+    """do not print the per-step summary line"""
+
+    def validate(self) -> None:
+        _at_least("num-steps", self.num_steps, 1)
+        _at_least("save-every", self.save_every, 0)
+        if self.resume not in (None, "auto") and not os.path.exists(self.resume):
+            raise ConfigError(f"--resume {self.resume!r} does not exist (give a checkpoint or run directory, or `auto`)")
+
+
+@dataclass
+class EvalConfig:
+    """Held-out evaluation before and after training."""
+
+    eval_episodes: int = 64
+    """episodes evaluated before and after training on `eval_split` (0: no evaluation)"""
+    eval_split: str = "valid"
+    """split for the before/after evaluation (held out: no training task comes from it)"""
+    eval_seed: int = 10_000
+    """task seed of the first evaluation episode (the same tasks before and after)"""
+
+    def validate(self) -> None:
+        _at_least("eval-episodes", self.eval_episodes, 0)
+
+
+@dataclass
+class ColdStartConfig:
+    """SFT on expert episodes before RL, for the built-in tiny models."""
+
+    cold_start_steps: int = 100
+    """with `--model tiny`/`tiny-small`: SFT steps on expert episodes first (0: none)"""
+    cold_start_episodes: int = 128
+    """distinct expert episodes (tasks) of the cold start; RL never trains on these tasks"""
+    cold_start_lr: float = 3e-3
+    """cold-start AdamW learning rate"""
+
+    def validate(self) -> None:
+        _at_least("cold-start-steps", self.cold_start_steps, 0)
+        _at_least("cold-start-episodes", self.cold_start_episodes, 1)
+        _finite("cold-start-lr", self.cold_start_lr, positive=True)
+
+
+@dataclass
+class SFTConfig:
+    """Supervised fine-tuning on expert episodes (trainers/sft.py)."""
+
+    num_episodes: int = 128
+    """expert episodes to collect (distinct tasks)"""
+    num_steps: int = 100
+    """optimizer steps"""
+    batch_size: int = 16
+    """sequences per optimizer step"""
+    micro_batch_size: int = 16
+    """sequences per forward pass"""
+    learning_rate: float = 3e-3
+    """AdamW learning rate (constant after a short warmup)"""
+    warmup_steps: int = 10
+    """linear warmup steps"""
+    max_grad_norm: float = 1.0
+    """gradient clipping (0: off)"""
+    log_every: int = 10
+    """print a summary line every this many steps"""
+
+    def validate(self) -> None:
+        _at_least("num-episodes", self.num_episodes, 1)
+        _at_least("num-steps", self.num_steps, 1)
+        _at_least("batch-size", self.batch_size, 1)
+        _at_least("micro-batch-size", self.micro_batch_size, 1)
+        _finite("learning-rate", self.learning_rate, positive=True)
+        _at_least("warmup-steps", self.warmup_steps, 0)
+        _finite("max-grad-norm", self.max_grad_norm, minimum=0.0)
+        _at_least("log-every", self.log_every, 1)
+
+
+Flat = tyro.conf.OmitArgPrefixes
+
+
+@dataclass
+class TrainConfig:
+    """An RL run: GRPO, and every method built on the same loop."""
+
+    env: Annotated[EnvConfig, Flat] = field(default_factory=EnvConfig)
+    model: Annotated[ModelConfig, Flat] = field(default_factory=ModelConfig)
+    rollout: Annotated[RolloutConfig, Flat] = field(default_factory=RolloutConfig)
+    optim: Annotated[OptimConfig, Flat] = field(default_factory=OptimConfig)
+    run: Annotated[RunConfig, Flat] = field(default_factory=RunConfig)
+    eval: Annotated[EvalConfig, Flat] = field(default_factory=EvalConfig)
+    cold_start: Annotated[ColdStartConfig, Flat] = field(default_factory=ColdStartConfig)
+
+    def validate(self) -> None:
+        """Check every group (and a method's own, which defines ``validate``)."""
+        for f in fields(self):
+            group = getattr(self, f.name)
+            if hasattr(group, "validate"):
+                group.validate()
+        if self.rollout.layout == "window" and self.rollout.window < 0:
+            raise ConfigError(f"--window must be >= 0, got {self.rollout.window}")
+
+
+@dataclass
+class SFTRunConfig:
+    """A cold-start SFT run (trainers/sft.py)."""
+
+    env: Annotated[EnvConfig, Flat] = field(default_factory=EnvConfig)
+    model: Annotated[ModelConfig, Flat] = field(default_factory=ModelConfig)
+    sft: Annotated[SFTConfig, Flat] = field(default_factory=SFTConfig)
+    layout: Literal["concat", "window"] = "concat"
+    """token layout, as in the RL trainers"""
+    window: int = 2
+    """window layout: past turns kept in the prompt"""
+    seed: int = 0
+    """seed of the expert task stream, batching and weights-independent randomness"""
+    output_dir: str = "runs/sft"
+    """where metrics.jsonl, tensorboard/ and final/ go"""
+    tensorboard: bool = True
+    """also log to TensorBoard"""
+    progress: bool = True
+    """show a progress bar"""
+    quiet: bool = False
+    """print nothing per step"""
+
+    def validate(self) -> None:
+        self.env.validate()
+        self.model.validate()
+        self.sft.validate()
+        _at_least("window", self.window, 0)
+
+
+C = TypeVar("C")
+
+
+def _bare_resume(argv: list[str]) -> list[str]:
+    """``--resume`` with no value means ``--resume auto`` (as TRL's ``resume_from_checkpoint=True``)."""
+    out = []
+    for k, arg in enumerate(argv):
+        out.append(arg)
+        if arg == "--resume" and (k + 1 == len(argv) or argv[k + 1].startswith("--")):
+            out.append("auto")
+    return out
+
+
+def parse(config_cls: type[C], argv: list[str] | None = None, description: str | None = None,
+          default: C | None = None) -> C:
+    """Parse the command line into ``config_cls`` (starting from ``default``) and validate it; a
+    bad setting exits with one line naming the flag (exit status 2, like argparse)."""
+    argv = _bare_resume(list(sys.argv[1:] if argv is None else argv))
+    config = tyro.cli(config_cls, args=argv, description=description, default=default)
+    try:
+        config.validate()
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return config
+
+
+def build(config_cls: type[C], **values: Any) -> C:
+    """A config from flat field names, as the flags spell them with underscores:
+    ``build(TrainConfig, env_id="ALFWorld-v0", num_steps=5, vspo={"eta": 0.5})``.
+
+    >>> build(TrainConfig, num_steps=5, group_size=4).rollout.group_size
+    4
+    """
+    config = config_cls()
+    groups = {f.name: getattr(config, f.name) for f in fields(config) if is_dataclass(getattr(config, f.name))}
+    for key, value in values.items():
+        if key in groups and isinstance(value, dict):
+            for sub, v in value.items():
+                if not hasattr(groups[key], sub):
+                    raise TypeError(f"{config_cls.__name__}.{key} has no field {sub!r}")
+                setattr(groups[key], sub, v)
+            continue
+        owners = [g for g in groups.values() if key in {f.name for f in fields(g)}]
+        if owners:
+            setattr(owners[0], key, value)
+        elif key in {f.name for f in fields(config)}:
+            setattr(config, key, value)
+        else:
+            raise TypeError(f"{config_cls.__name__} has no setting {key!r}")
+    return config
+
+
+def to_dict(config: Any) -> dict[str, Any]:
+    """A config as a plain nested dict (for checkpoints and logs)."""
+    if is_dataclass(config):
+        return {f.name: to_dict(getattr(config, f.name)) for f in fields(config)}
+    return config

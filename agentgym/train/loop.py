@@ -1,0 +1,280 @@
+"""The training loop every RL trainer shares: setup, then per step rollout, advantages, update,
+log and checkpoint, then a held-out evaluation (SPEC §4.2).
+
+``train(config, extensions)`` is GRPO with no extensions; VSPO, GiGPO, DAPO and GCD are
+:class:`~agentgym.train.hooks.TrainerExtension` objects passed in by the scripts in
+``trainers/``. Metric names are listed in docs/trainers.md.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from agentgym.train.collector import Collector
+from agentgym.train.config import TINY_MODELS, SFTConfig, SFTRunConfig, TrainConfig, to_dict
+from agentgym.train.hooks import Extensions, StepContext, TrainerExtension
+
+
+@dataclass
+class TrainResult:
+    """What a run returns: one metrics dict per step trained in this call, and the evaluation."""
+
+    history: list[dict[str, Any]] = field(default_factory=list)
+    evaluation: dict[str, dict] = field(default_factory=dict)
+    """``before`` / ``after``: :func:`agentgym.train.evaluate.evaluate` results on held-out tasks."""
+    output_dir: str = ""
+
+    def __len__(self) -> int:
+        return len(self.history)
+
+
+def cold_start(config: TrainConfig) -> str:
+    """The built-in tiny model after an SFT cold start on this env's expert, made with this run's
+    env, layout and seed (a cached one is reused only when made with exactly the same recipe)."""
+    import os
+
+    from agentgym.train import sft
+
+    sft_cfg = SFTRunConfig(env=config.env, model=config.model,
+                           sft=SFTConfig(num_episodes=config.cold_start.cold_start_episodes,
+                                         num_steps=config.cold_start.cold_start_steps,
+                                         learning_rate=config.cold_start.cold_start_lr),
+                           layout=config.rollout.layout, window=config.rollout.window, seed=config.run.seed,
+                           output_dir=os.path.join(config.run.output_dir, "sft"),
+                           tensorboard=config.run.tensorboard, progress=config.run.progress, quiet=config.run.quiet)
+    final = os.path.join(sft_cfg.output_dir, "final")
+    if sft.reusable(final, sft_cfg):
+        return final
+    return sft.run_sft(sft_cfg)
+
+
+def run_eval(config: TrainConfig, policy, env_kwargs: dict) -> dict:
+    """Success rate and PRS return of the current policy on held-out tasks (the same tasks and
+    sampling seed every time; the run's random streams are left as they were)."""
+    import torch
+
+    from agentgym.agents import SamplingConfig
+    from agentgym.train.checkpoint import rng_state, set_rng_state
+    from agentgym.train.evaluate import evaluate
+
+    r = config.rollout
+    sampling = SamplingConfig(max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p)
+    saved = rng_state()
+    torch.manual_seed(config.run.seed + 1_000_003)
+    try:
+        return evaluate(policy, config.env.env_id, env_kwargs, config.eval.eval_split, config.eval.eval_episodes,
+                        batch_size=min(32, config.eval.eval_episodes), seed=config.eval.eval_seed, sampling=sampling,
+                        window=r.window if r.layout == "window" else None)
+    finally:
+        set_rng_state(saved)
+
+
+def _task_stream(config: TrainConfig, env, model_dir: str):
+    """The RL task stream, without the tasks the model's cold start trained on."""
+    from agentgym.train import sft
+    from agentgym.train.tasks import TaskStream
+
+    record = sft.read_record(model_dir) or {}
+    excluded = []
+    if record.get("env_id") == config.env.env_id and record.get("split") == config.env.split:
+        excluded = list(record.get("task_ids", []))
+    listed = env.task_ids(config.env.split) if hasattr(env, "task_ids") else None
+    return TaskStream(config.run.seed, listed, excluded), excluded
+
+
+def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerExtension = (),
+          name: str = "grpo") -> TrainResult:
+    """Train ``config.model`` on ``config.env`` with GRPO and the given extensions."""
+    import gymnasium as gym
+    import torch
+    from tqdm.auto import tqdm
+
+    import agentgym  # noqa: F401  registers the envs
+    from agentgym.agents import HFPolicy, SamplingConfig
+    from agentgym.agents.tiny import resolve_model_path
+    from agentgym.rewards.prs import PRSSchedule, stage_pass_rate
+    from agentgym.train.advantages import group_advantages
+    from agentgym.train.chat import ChatEncoder
+    from agentgym.train.checkpoint import find_checkpoint, load_trainer_state, save_checkpoint
+    from agentgym.train.metrics import MetricsLogger
+    from agentgym.train.rollout import RolloutConfig
+    from agentgym.train.samples import episode_samples, per_turn
+    from agentgym.train.setup import load_model, load_tokenizer, make_env_batch, resolve_device, seed_everything
+    from agentgym.train.stats import episode_metrics
+    from agentgym.train.update import sample_logprobs, train_step
+
+    config.validate()
+    ext = extensions if isinstance(extensions, Extensions) else Extensions(
+        [extensions] if isinstance(extensions, TrainerExtension) else extensions)
+    env_cfg, r, o, run = config.env, config.rollout, config.optim, config.run
+
+    # ----- setup -----
+    device = resolve_device(config.model.device)
+    on_gpu = device.startswith("cuda")
+    if not on_gpu and config.model.cpu_threads > 0:
+        torch.set_num_threads(config.model.cpu_threads)
+    bf16 = config.model.bf16 and on_gpu
+    env_kwargs = env_cfg.kwargs()
+    base_model = resolve_model_path(config.model.model, (env_cfg.env_id,))
+    if config.model.model in TINY_MODELS and config.cold_start.cold_start_steps > 0:
+        base_model = cold_start(config)
+    checkpoint = None
+    if run.resume:
+        checkpoint = find_checkpoint(run.output_dir if run.resume == "auto" else run.resume)
+        if checkpoint is None and run.resume != "auto":
+            raise ValueError(f"no checkpoint found at {run.resume!r}")
+    seed_everything(run.seed)
+    tokenizer = load_tokenizer(base_model)
+    model = load_model(str(checkpoint or base_model), device, config.model.gradient_checkpointing and on_gpu)
+    ref_model = load_model(base_model, device, trainable=False) if o.beta > 0 else None
+    optimizer = torch.optim.AdamW(model.parameters(), lr=o.learning_rate, weight_decay=o.weight_decay)
+    sampling = SamplingConfig(max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p)
+    policy = HFPolicy(model, tokenizer, sampling)
+    probe = gym.make(env_cfg.env_id, **env_kwargs)
+    try:
+        spec = probe.unwrapped.prs_spec
+        stream, excluded = _task_stream(config, probe.unwrapped, base_model)
+    finally:
+        probe.close()
+    schedule = PRSSchedule(spec, kind=env_cfg.prs_schedule if env_cfg.prs_schedule != "none" else "constant",
+                           num_steps=env_cfg.prs_schedule_steps, threshold=env_cfg.prs_threshold,
+                           start_stage=env_cfg.prs_start_stage)
+    envs = make_env_batch(env_cfg.env_id, r.num_groups, r.group_size, env_cfg.backend, env_kwargs)
+    collector = Collector(envs, policy, ChatEncoder(tokenizer),
+                          RolloutConfig(layout=r.layout, window=r.window, max_prompt_tokens=r.max_prompt_tokens),
+                          sampling, {"split": env_cfg.split}, device, bf16, ext.system_prompt)
+    start_step, data_position, evaluation = 0, 0, {}
+    if checkpoint is not None:
+        state = load_trainer_state(checkpoint, optimizer)
+        start_step, data_position = state["step"], state["extra"]["data_position"]
+        schedule.load_state_dict(state["extra"]["prs_schedule"])
+        ext.load_state_dict(state["extra"]["extension"])
+        evaluation = dict(state["extra"].get("evaluation", {}))
+    logger = MetricsLogger(run.output_dir, resume_step=start_step if checkpoint else None, tensorboard=run.tensorboard)
+    loss_cfg = o.loss_config()
+    loss_configs = {kind: k.loss for kind, k in ext.sample_kinds.items() if k.loss is not None}
+    loss_weights = {kind: k.weight for kind, k in ext.sample_kinds.items()}
+    result = TrainResult(output_dir=run.output_dir, evaluation=evaluation)
+
+    def next_requests(n: int, tag: str = "batch"):
+        nonlocal data_position
+        out = [stream.request(data_position + i, tag) for i in range(n)]
+        data_position += n
+        return out
+
+    if config.eval.eval_episodes > 0 and "before" not in evaluation:
+        evaluation["before"] = run_eval(config, policy, env_kwargs)
+
+    bar = tqdm(range(start_step, run.num_steps), initial=start_step, total=run.num_steps, disable=not run.progress,
+               desc=name, dynamic_ncols=True)
+    try:
+        for step in bar:
+            t_step = time.perf_counter()
+            # ----- rollout -----
+            stage = None if env_cfg.prs_schedule == "none" else schedule.stage_at(step)
+            envs.set_prs_stage(stage)
+            collector.start_step()
+            ctx = StepContext(step, collector, next_requests, policy, tokenizer, r.group_size, r.num_groups,
+                              np.random.default_rng([run.seed, step, 0xE7]), config)
+            episodes = collector(next_requests(r.num_groups))
+            episodes = ext.after_rollout(ctx, episodes)
+
+            # ----- advantages -----
+            returns = np.array([ep.ret for ep in episodes])
+            advantages = per_turn(episodes, group_advantages(returns, [ep.group for ep in episodes],
+                                                             normalize_std=o.std_normalize))
+            advantages = ext.transform_advantages(ctx, advantages, episodes)
+            samples = episode_samples(episodes, advantages, r.layout) + ext.extra_samples(ctx, episodes)
+
+            # ----- update -----
+            t_update = time.perf_counter()
+            update_metrics = _update(model, ref_model, optimizer, samples, config, tokenizer.pad_token_id, bf16,
+                                     loss_cfg, loss_configs, loss_weights, sample_logprobs, train_step)
+            update_time = time.perf_counter() - t_update
+
+            # ----- log -----
+            episode_adv = [float(a.mean()) if len(a) else 0.0 for a in advantages]
+            metrics = episode_metrics(episodes, episode_adv)
+            metrics.update(update_metrics)
+            metrics.update(collector.stats())
+            metrics.update({
+                "prs/stage": spec.final_stage if stage is None else stage,
+                "prs/pass_rate": stage_pass_rate([ep.episode_terms for ep in episodes], spec,
+                                                 spec.final_stage if stage is None else stage),
+                "time/update": update_time, "time/step": time.perf_counter() - t_step,
+                "lr": optimizer.param_groups[0]["lr"], "data/position": data_position,
+                "data/excluded_tasks": len(excluded),
+                **ext.metrics(),
+            })
+            if not stream.by_task_id and excluded:
+                metrics["data/cold_start_overlap"] = float(np.mean([ep.task_id in set(excluded) for ep in episodes])
+                                                           if episodes else 0.0)
+            if env_cfg.prs_schedule == "threshold":
+                schedule.update(metrics["prs/pass_rate"])
+            logger.log(step + 1, metrics)
+            result.history.append({"step": step + 1, **metrics})
+            if not run.quiet:
+                bar.write(summary_line(step + 1, metrics))
+
+            # ----- checkpoint -----
+            done = step + 1 == run.num_steps
+            if (run.save_every > 0 and (step + 1) % run.save_every == 0) or done:
+                save_checkpoint(run.output_dir, step + 1, model, tokenizer, optimizer,
+                                extra={"data_position": data_position, "prs_schedule": schedule.state_dict(),
+                                       "extension": ext.state_dict(), "config": to_dict(config),
+                                       "evaluation": dict(evaluation), "cold_start_tasks": excluded,
+                                       "method": name})
+        bar.close()
+        if config.eval.eval_episodes > 0:
+            evaluation["after"] = run_eval(config, policy, env_kwargs)
+            logger.log(run.num_steps, {f"eval/{k}/{when}": v for when, res in evaluation.items()
+                                       for k, v in (("success", res["success_rate"]), ("return", res["prs_return"]))})
+            if "before" in evaluation and not run.quiet:
+                print(final_line(config, evaluation))
+    finally:
+        logger.close()
+        envs.close()
+    return result
+
+
+def _update(model, ref_model, optimizer, samples, config: TrainConfig, pad_id: int, bf16: bool, loss_cfg,
+            loss_configs, loss_weights, sample_logprobs, train_step) -> dict[str, float]:
+    """Optimizer steps on one batch of samples (epochs x minibatches); the last step's numbers."""
+    o = config.optim
+    temperature = config.rollout.temperature
+    if not samples:
+        return {"update/skipped": 1.0}
+    ref_lp = sample_logprobs(ref_model, samples, pad_id, o.micro_batch_size, temperature, bf16) if ref_model else None
+    multi = o.num_epochs * o.num_minibatches > 1
+    old_lp = sample_logprobs(model, samples, pad_id, o.micro_batch_size, temperature, bf16) if multi else None
+    out: dict[str, float] = {}
+    for _ in range(o.num_epochs):
+        order = np.random.permutation(len(samples)) if multi else np.arange(len(samples))
+        for chunk in np.array_split(order, o.num_minibatches):
+            if len(chunk) == 0:
+                continue
+            pick = [int(i) for i in chunk]
+            out = train_step(model, optimizer, [samples[i] for i in pick], loss_cfg, pad_id, o.micro_batch_size,
+                             temperature, ref_logprobs=[ref_lp[i] for i in pick] if ref_lp is not None else None,
+                             old_logprobs=[old_lp[i] for i in pick] if old_lp is not None else None,
+                             loss_weights=loss_weights, max_grad_norm=o.max_grad_norm, bf16=bf16,
+                             loss_configs=loss_configs)
+    return {"update/skipped": 0.0, **out}
+
+
+def summary_line(step: int, m: dict[str, float]) -> str:
+    """The per-step line: training-batch numbers (not held-out ones), so it says "batch"."""
+    return (f"step {step:4d}  batch reward {m['reward/mean']:.3f}  batch success {m['success/mean']:.2f}  "
+            f"format {m.get('terms/format', float('nan')):.2f}  loss {m.get('loss/policy', float('nan')):+.4f}  "
+            f"kl {m.get('kl', 0.0):.4f}  tok/s {m['tokens_per_second']:.0f}  {m['time/step']:.1f}s")
+
+
+def final_line(config: TrainConfig, evaluation: dict) -> str:
+    b, a = evaluation["before"], evaluation["after"]
+    return (f"{config.env.env_id} [{config.eval.eval_split}], {config.eval.eval_episodes} held-out episodes: success "
+            f"{b['success_rate']:.3f} -> {a['success_rate']:.3f}   PRS return {b['prs_return']:.3f} -> "
+            f"{a['prs_return']:.3f}")

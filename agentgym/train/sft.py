@@ -1,0 +1,177 @@
+"""Supervised fine-tuning on an env's expert episodes: the cold start before RL (SPEC §5).
+
+:func:`run_sft` plays the env's expert (``expert=True``) on ``num_episodes`` distinct tasks, lays
+each episode out as the chat transcript the RL trainer will sample from (same template, same
+layout), and trains on the assistant tokens only (cross-entropy, token-mean).
+
+The tasks come from :func:`agentgym.train.tasks.cold_start_tasks`, and the model directory it
+writes records them in ``agentgym_sft.json``, so an RL run started from that directory leaves
+them out of its task stream. The directory is written under a temporary name and renamed when
+complete; the record is written last, so a folder without it is a half-written one and is rebuilt
+rather than loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from agentgym.train.config import SFTRunConfig, to_dict
+
+RECORD_FILE = "agentgym_sft.json"
+
+
+def read_record(model_dir: str | os.PathLike) -> dict[str, Any] | None:
+    """The cold-start record of a model directory written by :func:`run_sft` (None: not one)."""
+    path = Path(model_dir) / RECORD_FILE
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except ValueError:
+        return None
+
+
+def is_complete(model_dir: str | os.PathLike) -> bool:
+    """Whether ``model_dir`` is a finished SFT output (weights, tokenizer, then the record)."""
+    d = Path(model_dir)
+    return read_record(d) is not None and (d / "config.json").is_file() and (d / "tokenizer_config.json").is_file()
+
+
+def _recipe(cfg: SFTRunConfig) -> dict[str, Any]:
+    """What decides the result: a cached cold start is reused only when all of it matches."""
+    return {"env_id": cfg.env.env_id, "env_kwargs": cfg.env.kwargs(), "split": cfg.env.split,
+            "model": cfg.model.model, "layout": cfg.layout, "window": cfg.window, "seed": cfg.seed,
+            "sft": to_dict(cfg.sft)}
+
+
+def reusable(model_dir: str | os.PathLike, cfg: SFTRunConfig) -> bool:
+    """Whether ``model_dir`` holds a complete SFT output made with exactly this recipe."""
+    return is_complete(model_dir) and (read_record(model_dir) or {}).get("recipe") == json.loads(
+        json.dumps(_recipe(cfg)))
+
+
+def expert_samples(cfg: SFTRunConfig, encoder, progress: bool = False):
+    """Expert samples on the cold start's tasks; returns (samples, tasks played, episodes solved)."""
+    import gymnasium as gym
+
+    import agentgym  # noqa: F401  registers the envs
+    from agentgym.train.expert import expert_episode
+    from agentgym.train.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
+
+    env = gym.make(cfg.env.env_id, expert=True, **cfg.env.kwargs())
+    try:
+        listed = env.unwrapped.task_ids(cfg.env.split) if hasattr(env.unwrapped, "task_ids") else None
+        chosen = cold_start_tasks(listed, cfg.seed, cfg.sft.num_episodes) if listed is not None else None
+        samples, played, solved = [], [], 0
+        for k in _bar(range(cfg.sft.num_episodes), progress, "expert episodes"):
+            options = {"split": cfg.env.split}
+            if chosen is not None:
+                options["task_id"] = chosen[k]
+            got, record = expert_episode(env, encoder, task_seed(cfg.seed, k, STREAM_COLD_START), cfg.layout,
+                                         cfg.window, options)
+            samples += got
+            solved += bool(got)
+            played.append(str(record["task_id"]))
+    finally:
+        env.close()
+    return samples, played, solved
+
+
+def _bar(iterable, enabled: bool, desc: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, desc=desc, disable=not enabled, dynamic_ncols=True, leave=False)
+
+
+def run_sft(cfg: SFTRunConfig) -> str:
+    """Train, save ``OUTPUT_DIR/final`` and return its path."""
+    import numpy as np
+    import torch
+
+    from agentgym.agents.tiny import resolve_model_path
+    from agentgym.train.chat import ChatEncoder
+    from agentgym.train.metrics import MetricsLogger
+    from agentgym.train.setup import load_model, load_tokenizer, resolve_device, seed_everything
+    from agentgym.train.update import autocast_context, pad_batch
+
+    # ----- setup -----
+    device = resolve_device(cfg.model.device)
+    if not device.startswith("cuda") and cfg.model.cpu_threads > 0:
+        torch.set_num_threads(cfg.model.cpu_threads)
+    bf16 = cfg.model.bf16 and device.startswith("cuda")
+    seed_everything(cfg.seed)
+    base_model = resolve_model_path(cfg.model.model, (cfg.env.env_id,))
+    tokenizer = load_tokenizer(base_model)
+    model = load_model(base_model, device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.sft.learning_rate)
+    warmup = max(cfg.sft.warmup_steps, 1)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    logger = MetricsLogger(cfg.output_dir, tensorboard=cfg.tensorboard)
+
+    # ----- expert data -----
+    samples, tasks, solved = expert_samples(cfg, ChatEncoder(tokenizer), cfg.progress and not cfg.quiet)
+    if not samples:
+        raise ValueError(f"the expert of {cfg.env.env_id} solved none of {len(tasks)} episodes; nothing to train on")
+    if not cfg.quiet:
+        print(f"sft: {solved}/{len(tasks)} expert episodes solved ({len(set(tasks))} distinct tasks), "
+              f"{len(samples)} samples, {sum(s.num_loss_tokens for s in samples)} assistant tokens")
+
+    # ----- train -----
+    rng = np.random.default_rng(cfg.seed)
+    order: list[int] = []
+    model.train()
+    bar = _bar(range(1, cfg.sft.num_steps + 1), cfg.progress, "sft")
+    for step in bar:
+        t0 = time.perf_counter()
+        if len(order) < cfg.sft.batch_size:
+            order += rng.permutation(len(samples)).tolist()
+        batch, order = [samples[i] for i in order[:cfg.sft.batch_size]], order[cfg.sft.batch_size:]
+        n_tokens = sum(s.num_loss_tokens - s.loss_mask[0] for s in batch)
+        optimizer.zero_grad(set_to_none=True)
+        total, correct = 0.0, 0.0
+        for j in range(0, len(batch), cfg.sft.micro_batch_size):
+            b = pad_batch(batch[j:j + cfg.sft.micro_batch_size], tokenizer.pad_token_id, device)
+            with autocast_context(device, bf16):
+                logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits[:, :-1].float()
+            targets = b["input_ids"][:, 1:]
+            nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+            loss = (nll * b["loss_mask"]).sum() / max(n_tokens, 1)
+            loss.backward()
+            total += float(loss.detach())
+            correct += float(((logits.argmax(-1) == targets).float() * b["loss_mask"]).sum())
+        if cfg.sft.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.sft.max_grad_norm)
+        optimizer.step()
+        schedule.step()
+        metrics = {"loss/sft": total, "accuracy/token": correct / max(n_tokens, 1), "tokens/loss": n_tokens,
+                   "lr": schedule.get_last_lr()[0], "time/step": time.perf_counter() - t0}
+        logger.log(step, metrics)
+        if not cfg.quiet and (step % cfg.sft.log_every == 0 or step == cfg.sft.num_steps):
+            bar.write(f"sft step {step:4d}  loss {total:.4f}  token acc {metrics['accuracy/token']:.3f}  "
+                      f"{metrics['time/step']:.2f}s")
+    bar.close()
+    logger.close()
+    final = save_final(cfg, model, tokenizer, tasks, solved)
+    if not cfg.quiet:
+        print(f"sft: saved {final}")
+    return final
+
+
+def save_final(cfg: SFTRunConfig, model, tokenizer, tasks: list[str], solved: int) -> str:
+    """Write ``OUTPUT_DIR/final`` atomically: a temporary folder, the record last, then a rename."""
+    root = Path(cfg.output_dir)
+    final, tmp = root / "final", root / ".final.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    record = {"env_id": cfg.env.env_id, "split": cfg.env.split, "task_ids": tasks, "solved": solved,
+              "recipe": _recipe(cfg)}
+    (tmp / RECORD_FILE).write_text(json.dumps(record, indent=1))
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)
+    return str(final)

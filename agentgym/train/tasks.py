@@ -1,0 +1,90 @@
+"""Which task each group plays: the RL task stream, kept apart from the cold start's tasks.
+
+A run's tasks come from one seeded, resumable stream. When the env can list its tasks
+(:meth:`agentgym.envs.base.AgentEnv.task_ids`), the cold start takes the first
+``cold_start_episodes`` tasks of one seeded permutation, and the RL stream walks the *other*
+tasks in permutations of its own (a new order every pass), each group asked for by ``task_id``.
+So the tasks SFT taught by example are never the tasks RL trains on, by construction, and
+training-batch success cannot be the cold start's memory. An env that cannot list its tasks
+falls back to seed streams kept apart by a stream id; tasks may then repeat across the two, and
+the trainer counts how many RL groups did.
+
+>>> stream = TaskStream(run_seed=0, task_ids=[f"t{i}" for i in range(6)], exclude=["t0", "t3"])
+>>> sorted({stream.request(p).options["task_id"] for p in range(8)})
+['t1', 't2', 't4', 't5']
+>>> stream.request(5) == TaskStream(0, [f"t{i}" for i in range(6)], ["t0", "t3"]).request(5)
+True
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+
+from agentgym.train.rollout import GroupRequest
+
+STREAM_RL = 0
+STREAM_COLD_START = 1
+_STREAM_ORDER = 2
+
+
+def task_seed(run_seed: int, position: int, stream: int = STREAM_RL) -> int:
+    """The env seed of the ``position``-th task of a run's stream (deterministic, resumable).
+
+    >>> task_seed(0, 3) == task_seed(0, 3) != task_seed(0, 3, STREAM_COLD_START)
+    True
+    """
+    entropy = [int(run_seed), int(position)] if stream == STREAM_RL else [int(run_seed), int(position), int(stream)]
+    return int(np.random.SeedSequence(entropy).generate_state(1)[0])
+
+
+def _permutation(run_seed: int, stream: int, epoch: int, n: int) -> np.ndarray:
+    return np.random.default_rng([int(run_seed), int(stream), int(epoch)]).permutation(n)
+
+
+def cold_start_tasks(task_ids: Sequence[str], run_seed: int, count: int) -> list[str]:
+    """The tasks a cold start of ``count`` episodes plays: the first of a seeded permutation.
+
+    >>> cold_start_tasks(["a", "b", "c", "d"], 0, 2) == cold_start_tasks(["a", "b", "c", "d"], 0, 2)
+    True
+    """
+    if count > len(task_ids):
+        raise ValueError(f"a cold start of {count} distinct tasks needs {count} tasks; the split has {len(task_ids)}")
+    order = _permutation(run_seed, STREAM_COLD_START, 0, len(task_ids))
+    return [task_ids[i] for i in order[:count]]
+
+
+class TaskStream:
+    """The RL stream: ``request(position)`` is the group request of the run's position-th task.
+
+    Args:
+        run_seed: the run's seed.
+        task_ids: every task of the training split, or None when the env cannot list them.
+        exclude: tasks RL must not train on (the cold start's).
+    """
+
+    def __init__(self, run_seed: int, task_ids: Sequence[str] | None = None, exclude: Sequence[str] = ()):
+        self.run_seed = int(run_seed)
+        self.excluded = frozenset(exclude)
+        self.pool = None if task_ids is None else [t for t in task_ids if t not in self.excluded]
+        if self.pool is not None and not self.pool:
+            raise ValueError(f"every one of the {len(task_ids)} training tasks is a cold-start task: nothing is left "
+                             "for RL; lower --cold-start-episodes")
+        self._order = lru_cache(maxsize=2)(self._epoch_order)
+
+    def _epoch_order(self, epoch: int) -> np.ndarray:
+        return _permutation(self.run_seed, _STREAM_ORDER, epoch, len(self.pool))
+
+    def request(self, position: int, tag: str = "batch") -> GroupRequest:
+        seed = task_seed(self.run_seed, position)
+        if self.pool is None:
+            return GroupRequest(seed, {}, tag)
+        epoch, k = divmod(int(position), len(self.pool))
+        return GroupRequest(seed, {"task_id": self.pool[int(self._order(epoch)[k])]}, tag)
+
+    @property
+    def by_task_id(self) -> bool:
+        """Whether tasks are chosen by id (disjoint from the cold start by construction)."""
+        return self.pool is not None
