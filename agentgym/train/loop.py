@@ -199,6 +199,8 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
             # ----- log -----
             episode_adv = [float(a.mean()) if len(a) else 0.0 for a in advantages]
             metrics = episode_metrics(episodes, episode_adv)
+            metrics["batch/groups"] = float(len({ep.group for ep in episodes}))
+            metrics["batch/episodes"] = float(len(episodes))
             metrics.update(update_metrics)
             metrics.update(collector.stats())
             metrics.update({
@@ -268,7 +270,8 @@ def _update(model, ref_model, optimizer, samples, config: TrainConfig, pad_id: i
 
 def summary_line(step: int, m: dict[str, float]) -> str:
     """The per-step line: training-batch numbers (not held-out ones), so it says "batch"."""
-    return (f"step {step:4d}  batch reward {m['reward/mean']:.3f}  batch success {m['success/mean']:.2f}  "
+    nan = float("nan")
+    return (f"step {step:4d}  batch reward {m.get('reward/mean', nan):.3f}  batch success {m.get('success/mean', nan):.2f}  "
             f"format {m.get('terms/format', float('nan')):.2f}  loss {m.get('loss/policy', float('nan')):+.4f}  "
             f"kl {m.get('kl', 0.0):.4f}  tok/s {m['tokens_per_second']:.0f}  {m['time/step']:.1f}s")
 

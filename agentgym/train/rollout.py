@@ -76,6 +76,9 @@ class Episode:
     """``concat`` layout: the whole episode as one sequence, as the model generated from it."""
     concat_mask: list[int] = field(default_factory=list)
     """1 on ids the model sampled, 0 on ids from the template and the env."""
+    state_keys: list = field(default_factory=list)
+    """Per observation, ``info["state_key"]`` where the env gives one (None elsewhere): a state
+    identity for step grouping when different states print the same text."""
     turn_spans: list[tuple[int, int]] = field(default_factory=list)
     """``concat`` layout: ``[start, end)`` of each turn's sampled ids within ``concat_ids``."""
     cut_by_length: bool = False
@@ -148,7 +151,8 @@ def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
             system_prompt = system_prompt_hook(system_prompt)
         ep = Episode(group=i // envs.group_size, task_id=str(info.get("task_id", "")),
                      group_key=str(info.get("group_key", info.get("task_id", ""))),
-                     system_prompt=system_prompt, observations=[obs], seed=req.seed,
+                     system_prompt=system_prompt, observations=[obs], state_keys=[info.get("state_key")],
+                     seed=req.seed,
                      reset_options={**base, **req.options}, tag=req.tag)
         if cfg.layout == "concat":
             ep.concat_ids = encoder.prompt_ids(episode_to_messages(ep.system_prompt, [obs], []))
@@ -201,6 +205,7 @@ def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
                     ep.concat_mask += [0] * len(env_ids)
             ep.actions.append(c.text)
             ep.observations.append(obs)
+            ep.state_keys.append(info.get("state_key"))
             ep.rewards.append(reward)
             ep.step_infos.append(info)
             ep.terminated, ep.truncated = terminated, truncated
@@ -214,3 +219,11 @@ def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
                     ep.error = str(info["error"])
     stats = {"time/rollout": time.perf_counter() - t0, "time/generate": gen_time, "time/env": env_time}
     return episodes, stats
+
+
+def by_group(episodes: Sequence[Episode]) -> dict[int, list[Episode]]:
+    """Episodes by group id, groups in order of first appearance."""
+    out: dict[int, list[Episode]] = {}
+    for ep in episodes:
+        out.setdefault(ep.group, []).append(ep)
+    return out

@@ -1,0 +1,134 @@
+"""VSPO, GiGPO and DAPO trainers on the real envs with the tiny model: smoke runs, VSPO's
+resampling, exact resume, and the cold-start / RL task split."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import dapo
+import gigpo
+import grpo
+import vspo
+from agentgym.train.config import SFTRunConfig, build
+from agentgym.train.sft import read_record, run_sft
+from agentgym.train.tasks import TaskStream
+from trainer_helpers import TOOLQA_SMALL, small_config
+
+VOLATILE = ("time/", "tokens_per_second")
+
+
+@pytest.fixture(scope="module")
+def cold_model(tmp_path_factory):
+    """The tiny model after a short cold start: its rollouts have reward spread in some groups."""
+    out = tmp_path_factory.mktemp("cold")
+    return run_sft(build(SFTRunConfig, env_kwargs=TOOLQA_SMALL, num_steps=100, num_episodes=64, seed=0,
+                         output_dir=str(out), quiet=True, progress=False, tensorboard=False))
+
+
+def rows(path):
+    return [json.loads(line) for line in open(path / "run" / "metrics.jsonl")]
+
+
+def test_vspo_replaces_zero_advantage_groups_and_trains_on_none(tmp_path, cold_model):
+    cfg = small_config(tmp_path, cls=vspo.VSPOTrainConfig, model=cold_model, num_steps=3, num_groups=4,
+                       group_size=4, max_new_tokens=40, num_epochs=1, num_minibatches=1)
+    vspo.main(cfg)
+    log = rows(tmp_path)
+    assert sum(r["vspo/groups_dropped"] for r in log) > 0
+    assert sum(r["vspo/groups_replaced"] for r in log) > 0
+    for r in log:
+        assert r["vspo/groups_replaced"] + r["vspo/shortfall"] == r["vspo/groups_dropped"]
+        if r["vspo/shortfall"] == 0:
+            assert r["vspo/zero_std_frac_after"] == 0.0 and r["groups/zero_advantage_frac"] == 0.0
+        # the extra rollouts are costed, not hidden in the step
+        assert r["rollout/groups_resample"] == r["vspo/extra_groups"] if r["vspo/extra_groups"] else True
+    assert any(r.get("tokens/generated_resample", 0) > 0 for r in log)
+
+
+def test_vspo_resume_with_its_value_buffer_matches_an_uninterrupted_run_bitwise(tmp_path, cold_model):
+    kw = dict(cls=vspo.VSPOTrainConfig, model=cold_model, num_groups=2, group_size=4, max_new_tokens=24)
+    vspo.main(small_config(tmp_path / "full", **kw))
+    vspo.main(small_config(tmp_path / "cut", num_steps=2, **kw))
+    vspo.main(small_config(tmp_path / "cut", resume="auto", **kw))
+    full, cut = rows(tmp_path / "full"), rows(tmp_path / "cut")
+    strip = lambda log: [{k: v for k, v in r.items() if not k.startswith(VOLATILE)} for r in log]  # noqa: E731
+    assert strip(cut) == strip(full) and [r["step"] for r in cut] == [1, 2, 3, 4]
+    assert full[-1]["vspo/buffer_size"] > 0
+    a = load_file(str(tmp_path / "full" / "run" / "checkpoints" / "step_4" / "model.safetensors"))
+    b = load_file(str(tmp_path / "cut" / "run" / "checkpoints" / "step_4" / "model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    state = torch.load(tmp_path / "cut" / "run" / "checkpoints" / "step_4" / "trainer_state.pt", weights_only=False)
+    assert state["extra"]["extension"]["vspo"]["buffer"]["records"]
+
+
+@pytest.mark.parametrize("trainer,cls", [(gigpo, "GiGPOTrainConfig"), (dapo, "DAPOTrainConfig")])
+def test_gigpo_and_dapo_smoke_on_toolqa(tmp_path, cold_model, trainer, cls):
+    result = trainer.main(small_config(tmp_path, cls=getattr(trainer, cls), model=cold_model, num_steps=2,
+                                       max_new_tokens=24))
+    assert len(result.history) == 2
+    prefix = trainer.__name__
+    assert any(k.startswith(prefix + "/") for k in result.history[0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trainer", [grpo, vspo, gigpo, dapo])
+def test_every_trainer_runs_alfworld_in_the_window_layout(tmp_path, trainer):
+    cls = {grpo: None, vspo: vspo.VSPOTrainConfig, gigpo: gigpo.GiGPOTrainConfig, dapo: dapo.DAPOTrainConfig}[trainer]
+    kw = {"cls": cls} if cls else {}
+    result = trainer.main(small_config(tmp_path, env_id="ALFWorld-v0", env_kwargs='{"max_turns": 3}', layout="window",
+                                       window=1, num_groups=1, group_size=2, num_steps=2, max_new_tokens=12,
+                                       num_epochs=1, num_minibatches=1, **kw))
+    assert len(result.history) == 2
+    assert (tmp_path / "run" / "checkpoints" / "step_2" / "trainer_state.pt").exists()
+
+
+def test_rl_never_trains_on_the_cold_start_tasks(tmp_path, cold_model):
+    record = read_record(cold_model)
+    assert record["env_id"] == "ToolQA-v0" and len(set(record["task_ids"])) == 64
+    import gymnasium as gym
+
+    env = gym.make("ToolQA-v0", **json.loads(TOOLQA_SMALL)).unwrapped
+    stream = TaskStream(0, env.task_ids("train"), record["task_ids"])
+    seen = {stream.request(p).options["task_id"] for p in range(3 * len(stream.pool))}
+    assert seen == set(env.task_ids("train")) - set(record["task_ids"])
+    # the trainer logs and checkpoints what it left out, and plays none of it
+    result = grpo.main(small_config(tmp_path, model=cold_model, num_steps=2, save_every=1))
+    assert result.history[0]["data/excluded_tasks"] == 64
+    state = torch.load(tmp_path / "run" / "checkpoints" / "step_2" / "trainer_state.pt", weights_only=False)
+    assert sorted(state["extra"]["cold_start_tasks"]) == sorted(record["task_ids"])
+
+
+def run_script(*args):
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--group-size", "1"], "--group-size must be >= 2"),
+    (["--num-steps", "0"], "--num-steps must be >= 1"),
+    (["--learning-rate", "nan"], "--learning-rate must be a finite number"),
+    (["--learning-rate", "-0.1"], "--learning-rate must be > 0"),
+    (["--env-id", "Nope-v0"], "--env-id 'Nope-v0' is not a registered env"),
+    (["--model", "/no/such/dir"], "--model '/no/such/dir' is not a directory"),
+    (["--vspo.eta", "1.5"], "--vspo.eta must be in (0, 1]"),
+])
+def test_a_bad_flag_is_one_line_naming_it(flags, message):
+    import os
+
+    script = os.path.join(os.path.dirname(grpo.__file__), "vspo.py")
+    got = run_script(script, *flags)
+    assert got.returncode == 2
+    assert message in got.stderr and "Traceback" not in got.stderr
+
+
+def test_bare_resume_means_auto_and_env_kwargs_default_per_env():
+    from agentgym.train.config import TrainConfig, parse
+
+    assert parse(TrainConfig, ["--resume"]).run.resume == "auto"
+    assert parse(TrainConfig, ["--resume", "--num-steps", "3"]).run.resume == "auto"
+    alf = parse(TrainConfig, ["--env-id", "ALFWorld-v0", "--layout", "window"])
+    assert "question_kinds" not in alf.env.kwargs()
+    assert parse(TrainConfig, []).env.kwargs()["question_kinds"] == ["single_hop"]

@@ -1,0 +1,26 @@
+"""GiGPO: GRPO plus a step-level advantage from steps that start in the same state (SPEC §4.5).
+
+    python trainers/gigpo.py --env-id ALFWorld-v0 --layout window
+    python trainers/gigpo.py --gigpo.omega 0.5 --gigpo.anchor state
+
+Every GRPO flag works here; GiGPO's own are --gigpo.* (--help lists them).
+"""
+
+from dataclasses import dataclass, field
+
+from agentgym.train.config import RunConfig, TrainConfig, parse
+from agentgym.train.extensions import GiGPO, GiGPOConfig
+from agentgym.train.loop import TrainResult, train
+
+
+@dataclass
+class GiGPOTrainConfig(TrainConfig):
+    gigpo: GiGPOConfig = field(default_factory=GiGPOConfig)
+
+
+def main(config: GiGPOTrainConfig) -> TrainResult:
+    return train(config, [GiGPO(config.gigpo)], name="gigpo")
+
+
+if __name__ == "__main__":
+    main(parse(GiGPOTrainConfig, description=__doc__, default=GiGPOTrainConfig(run=RunConfig(output_dir="runs/gigpo"))))

@@ -1,0 +1,29 @@
+"""VSPO: GRPO that replaces zero-advantage groups with tasks drawn by value, plus value-smoothing
+clipping (SPEC §4.3).
+
+    python trainers/vspo.py                                   # tiny model on ToolQA-v0, CPU, minutes
+    python trainers/vspo.py --model runs/sft/final --vspo.eta 0.5
+    python trainers/vspo.py --env-id ALFWorld-v0 --layout window --model /ckpt/Qwen2.5-1.5B-Instruct
+
+Every GRPO flag works here; VSPO's own are --vspo.* (--help lists them). The run prints one line
+per step and, at the end, held-out success and PRS return before -> after training.
+"""
+
+from dataclasses import dataclass, field
+
+from agentgym.train.config import RunConfig, TrainConfig, parse
+from agentgym.train.extensions import VSPO, VSPOConfig
+from agentgym.train.loop import TrainResult, train
+
+
+@dataclass
+class VSPOTrainConfig(TrainConfig):
+    vspo: VSPOConfig = field(default_factory=VSPOConfig)
+
+
+def main(config: VSPOTrainConfig) -> TrainResult:
+    return train(config, [VSPO(config.vspo)], name="vspo")
+
+
+if __name__ == "__main__":
+    main(parse(VSPOTrainConfig, description=__doc__, default=VSPOTrainConfig(run=RunConfig(output_dir="runs/vspo"))))
