@@ -37,6 +37,7 @@ MAX_SUMMARY_CRITIQUES = 50
 
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+(.*)$")
+_EMPHASIS = re.compile(r"\*\*|__|`")
 # The section is the header line and the bullet lines right after it, with the blank line before.
 _SECTION = re.compile(r"\n*^" + re.escape(MISTAKES_HEADER) + r"[ \t]*(?:\n- [^\n]*)*", re.MULTILINE)
 
@@ -121,7 +122,8 @@ def parse_mistakes(text: str, max_items: int = 5) -> list[str]:
             match = _BULLET.match(line)
             if not match:
                 continue
-            item = _one_line(match.group(1).strip().strip("*_`").strip())
+            # markdown emphasis is layout, not content: "**Loop**" and "Loop" are one mistake
+            item = _one_line(_EMPHASIS.sub("", match.group(1)))
             key = item.lower().rstrip(" .!?;:,")
             if item and key not in seen:
                 seen.add(key)
