@@ -1,0 +1,12 @@
+"""GCD, generative classification disentanglement (SPEC §4.4): the actor is also trained as a
+generative judge of its own actions, so that similar good and bad actions get apart in its hidden
+states. These modules are the pure pieces a trainer wires in; none imports torch.
+
+- :mod:`~agentgym.train.gcd.labels`: good / bad / unlabelled steps read off a trajectory, and
+  class balancing.
+- :mod:`~agentgym.train.gcd.judge`: the judge prompt, the verdict parser, the judge reward and
+  the cold-start SFT targets.
+- :mod:`~agentgym.train.gcd.correction`: the "Common mistakes" list gathered from critiques and
+  put into the system prompt, refreshed every K steps.
+- :mod:`~agentgym.train.gcd.external`: an optional judge on any OpenAI-compatible endpoint.
+"""

@@ -1,0 +1,14 @@
+"""Every docstring example in the GCD modules runs as a test."""
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["agentgym.train.gcd.labels", "agentgym.train.gcd.judge", "agentgym.train.gcd.correction",
+           "agentgym.train.gcd.external"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
