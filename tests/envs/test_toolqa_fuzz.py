@@ -25,8 +25,16 @@ nested = st.builds(lambda depth, opener, closer, inner: opener * depth + inner +
                    st.sampled_from([")", "", "]"]), st.sampled_from(["1", "", "x"]))
 deep_calls = nested.map(lambda e: f"<tool_call>{json.dumps({'name': 'calculate', 'arguments': {'expression': e}})}"
                                   "</tool_call>")
+# Long answers and queries: what an observation quotes back of them is capped.
+long_text = st.builds(lambda word, n: (word + " ") * n, st.sampled_from(["zzqx", "Tesk", "w1 w2", "é"]),
+                      st.integers(1_000, 19_000))
+long_outputs = st.one_of(long_text.map(lambda t: f"<answer>{t}</answer>"),
+                         long_text.map(lambda t: f"<search>{t}</search>"),
+                         long_text.map(lambda t: '<tool_call>{"name": "search", "arguments": {"query": '
+                                                 f'{json.dumps(t)}}}}}</tool_call>'))
+MAX_OBSERVATION_CHARS = 20_000  # ten clipped passages, the most any observation carries
 actions = st.one_of(st.text(max_size=300), st.binary(max_size=200).map(lambda b: b.decode("latin-1")),
-                    calls, tag_soup, deep_calls, nested.map(lambda e: f"<tool_call>{e}</tool_call>"), st.sampled_from(["", " ", "\x00", "a" * 1_000_001, "<answer>" * 1000,
+                    calls, tag_soup, deep_calls, nested.map(lambda e: f"<tool_call>{e}</tool_call>"), long_outputs, st.sampled_from(["", " ", "\x00", "a" * 1_000_001, "<answer>" * 1000,
                                                       '<tool_call>{"name": "search"', "<tool_call>[]</tool_call>"]))
 
 
@@ -55,6 +63,7 @@ def test_any_string_is_a_legal_action(action):
     with _default_recursion_limit():
         obs, reward, terminated, truncated, info = _env.step(action)
     assert isinstance(obs, str) and _env.observation_space.contains(obs)
+    assert len(obs) <= MAX_OBSERVATION_CHARS
     assert isinstance(reward, float)
     assert set(info) >= {"reward_terms", "action_valid", "parse_error"}
     if info["parse_error"] is not None:
@@ -104,3 +113,19 @@ def test_deeply_nested_actions_get_an_observation_not_an_exception(action):
     assert "nested" in obs or "not valid JSON" in obs
     assert info["reward_terms"].get("tool", 0.0) == 0.0
     batch.close()
+
+
+@pytest.mark.parametrize("action", [
+    _calculate("zzqx " * 90),  # a calculator error
+    '<tool_call>{"name": "search", "arguments": {"query": "' + "zzqx " * 17_400 + '"}}</tool_call>',  # no hits
+    '<tool_call>{"name": "open", "arguments": {"doc_id": "' + "p" * 90_000 + '"}}</tool_call>',  # no such id
+    "<answer>" + "zzqx " * 19_000 + "</answer>",
+], ids=["calculate", "search", "open", "answer"])
+def test_observations_quote_a_bounded_excerpt_of_the_output(action):
+    from agentgym.envs.parsing import MAX_ECHO_CHARS
+
+    env = gym.make("ToolQA-v0")
+    env.reset(seed=0)
+    obs, *_ = env.step(action)
+    assert "zzqx" in obs or "ppp" in obs
+    assert len(obs) < MAX_ECHO_CHARS + 200
