@@ -2,7 +2,7 @@
 
 An Inform parser does more than play the game. It chains several commands in one line (a full
 stop, a comma or the word "then" separates them: ``look. restart``), and it has meta verbs that
-act on the session rather than the story: ``restart`` and ``undo`` rewind it, ``quit`` ends it,
+act on the game rather than in it: ``restart`` and ``undo`` rewind it, ``quit`` ends it,
 ``save``, ``restore`` and ``script`` read and write files in the working directory (so one env
 could restore another's save), ``oops`` replays the previous command with a word swapped. An env
 must keep its episode to exactly one story action per turn, so :func:`screen_command` lets through

@@ -1,17 +1,19 @@
-"""Reading a long-form answer against reference facts without a model: which facts it asserts, and
-how much of it the reference supports. The pieces of :class:`~agentgym.rewards.judges.ReferenceCoverageJudge`.
+"""Reading a long-form answer against reference facts without a model: which facts it asserts,
+and how much of it the reference supports. The pieces of
+:class:`~agentgym.rewards.judges.ReferenceCoverageJudge`.
 
-Both are deliberately simple, deterministic word-level checks (see docs/rewards.md for what they
-can and cannot tell apart):
+Both are deliberately simple, deterministic word-level checks (docs/rewards.md says what they can
+and cannot tell apart):
 
 - :func:`asserted_facts`: a key fact counts only where the answer states it, not where it denies
-  it. A mention is denied when a negation reaches it (see :func:`_denied_positions`: "it is not a
-  chemist", "not born in 1944, in Gasho or in Tesk", "born in Gasho rather than Lisiawirk"), when its
-  clause calls something false ("... 1944, which is false"), or when a later sentence that states no fact calls what came before false ("All of the
-  above is untrue.", "No."). A fact that is denied anywhere does not count, even if it is stated elsewhere.
-- :func:`support`: the share of the answer's distinct content words that the reference, the question
-  or the key facts contain, after a small allowance for honest rewording. Pasted passages and lists
-  of candidate answers are mostly words the reference does not support.
+  it. A mention is denied when a negation reaches it (:func:`_denied_positions`: "it is not a
+  chemist", "not born in 1944, in Gasho or in Tesk", "born in Gasho rather than Lisiawirk"), when
+  its clause calls something false ("... 1944, which is false"), or when a later sentence that
+  states no fact calls what came before false or just says no ("All of the above is untrue.",
+  "No."). A fact denied anywhere does not count, even where it is also stated.
+- :func:`support`: the share of the answer's distinct content words that the reference, the
+  question or the key facts contain, after a small allowance for honest rewording. Pasted passages
+  and lists of candidate answers are mostly words the reference does not support.
 
 >>> asserted_facts("Ana Vo founded it in 1901. It is not in Tesk.", ["Ana Vo", "1901", "Tesk"])
 [True, True, False]
@@ -43,12 +45,12 @@ FALSITY = frozenset({"false", "untrue", "incorrect", "wrong", "inaccurate", "mis
 _TRUTH = frozenset({"true", "case", "correct", "accurate"})
 # Function words carry no claim; everything else an answer says is a content word.
 STOPWORDS = frozenset("""
-a an the this that these those it its it's he him his she her hers they them their theirs we us our
+a an the this that these those it its he him his she her hers they them their theirs we us our
 i me my you your who whom whose which what when where why how there here is are was were be been being
 am has have had having do does did done will would shall should can could may might must of in on at
 by for with from to into onto upon about as than then so and or if because since also too very just
 only still even both each all any some such same one own over under after before during while until
-up down out off again further once more most much many few other another its whose per via
+up down out off again further once more most much many few other another per via
 """.split())
 
 

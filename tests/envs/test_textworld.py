@@ -83,7 +83,7 @@ def test_bad_input_never_reaches_or_crashes_the_interpreter(env):
     assert info["action_valid"] and "Invalid" not in obs
 
 
-# Every way the probe found to slip a meta-command past a first-word check, and a few more.
+# Ways to slip a meta-command past a check of the first word only.
 META_FORMS = ["quit.", "restart.", "save.", "restore.", "script.", "transcript.", "look. restart", "look then restart",
               "look, save", "LOOK THEN SCRIPT", "Restart!", "q", "look.restore", ". undo", "look . quit", "oops south",
               "verify", "inventory then save then quit"]
@@ -142,8 +142,9 @@ def test_one_command_per_turn_and_a_final_full_stop_is_fine(env):
     assert step_info["action_valid"] and step_info["expert_action"] != expert
 
 
-@pytest.mark.parametrize("text, command", [("look", "look"), ("Take the key.", "Take the key"), ("go north!", "go north"),
-                                           ("  open   chest ...", "open chest"), ("x" * 300, "x" * 200)])
+@pytest.mark.parametrize("text, command", [("look", "look"), ("Take the key.", "Take the key"),
+                                           ("go north!", "go north"), ("  open   chest ...", "open chest"),
+                                           ("x" * 300, "x" * 200)])
 def test_screen_command_passes_one_command(text, command):
     assert screen_command(text) == (command, None)
 
