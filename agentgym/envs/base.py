@@ -25,6 +25,7 @@ from agentgym.envs.spaces import text_spaces
 from agentgym.rewards.prs import PRSSpec, PRSTracker
 
 REWARD_MODES = ("prs", "binary")
+_TOO_DEEP = "the output is nested too deeply to read"
 
 
 class EngineError(RuntimeError):
@@ -165,7 +166,10 @@ class AgentEnv(gym.Env[str, str]):
             parsed = ParsedAction(None, error=f"output is {original_length} characters long; "
                                               f"the limit is {self.max_action_chars}")
         else:
-            parsed = self._parse(action)
+            try:
+                parsed = self._parse(action)
+            except RecursionError:
+                parsed = ParsedAction(None, error=_TOO_DEEP)
         info: dict[str, Any] = {**self._task_info}
         truncated_by_error = False
         if parsed.error is not None:
@@ -178,6 +182,11 @@ class AgentEnv(gym.Env[str, str]):
                 tr = Transition(f"The environment failed and this episode ends: {e}", {"format": 1.0}, False)
                 info["error"] = str(e)
                 truncated_by_error = True
+            except RecursionError:
+                # Parsers and tools bound their own depth; this is the backstop that keeps a
+                # pathological action an invalid turn rather than an exception out of step().
+                parsed = ParsedAction(None, error=_TOO_DEEP)
+                tr = Transition(f"Invalid output: {_TOO_DEEP}.", self._format_error_terms(), False)
         step_reward = self._tracker.add(tr.terms)
         terminated = tr.terminated
         truncated = truncated_by_error or (not terminated and self._turn >= self.max_turns)

@@ -56,6 +56,19 @@ def preview(text: str, limit: int = 80) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+MAX_ECHO_CHARS = 300
+"""The most of an agent's own text that any observation quotes back to it."""
+
+
+def echo(text: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """``text`` as an observation may quote it: at most ``limit`` characters, the cut said.
+
+    >>> echo("x" * 1000, 10)
+    'xxxxxxxxxx... (990 more characters)'
+    """
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
 def split_think(raw: str) -> tuple[str | None, str]:
     """Split an optional leading ``<think>...</think>`` block from the rest."""
     m = THINK.match(raw)

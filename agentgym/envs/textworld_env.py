@@ -9,6 +9,7 @@ from typing import Any, Sequence
 from gymnasium.error import DependencyNotInstalled
 
 from agentgym.envs.base import AgentEnv, EngineError, Transition
+from agentgym.envs.interpreter_commands import screen_command
 from agentgym.envs.parsing import ParsedAction, parse_embodied_action
 from agentgym.rewards.prs import EMBODIED_PRS
 
@@ -16,12 +17,6 @@ EXTRA = "agentgym[alfworld]"
 # The interpreter's prompt and status line that end every TextWorld feedback.
 _PROMPT_TAIL = re.compile(r"\n>[^\n]*\s*$")
 _BANNER_LINE = re.compile(r"^[\s_|\\/$<>()\-]*$")
-_NOT_PRINTABLE = re.compile(r"[^\x20-\x5b\x5d-\x7e]")  # and no backslash: frotz escapes
-MAX_COMMAND_CHARS = 200
-# Interpreter meta-commands: they would restart, save or quit the game behind the env's back.
-META_COMMANDS = {"quit", "q", "restart", "restore", "save", "script", "unscript", "transcript", "undo",
-                 "verbose", "brief", "superbrief", "notify", "score", "version"}
-META_REPLY = "That command is not available here."
 
 SYSTEM_PROMPT = """You are playing a text adventure game. Each turn, read the observation and reply
 with exactly one command, either alone on one line or as <action>command</action> (an optional
@@ -57,8 +52,11 @@ class TextWorldEnv(AgentEnv):
     Any string. One command, bare on one line or in ``<action>...</action>``, optionally after a
     ``<think>`` block. Characters outside printable ASCII, and backslashes (frotz reads them as
     escapes), are replaced by spaces before the command reaches the interpreter (a NUL byte or
-    some escapes crash it), and the interpreter's meta-commands
-    (``quit``, ``restart``, ``save``, ``restore``, ``undo``...) are answered by the env, not run.
+    some escapes crash it), and a final full stop is dropped. Only one command reaches the
+    interpreter per turn: a chain (``look. take key``, ``look then take key``) and any command of a
+    chain that is a meta-command (``quit``, ``restart``, ``save``, ``restore``, ``script``,
+    ``undo``...) are answered by the env, not run, so no action restarts the game or touches files
+    (see :mod:`agentgym.envs.interpreter_commands`).
 
     ## Rewards
     PRS terms per step (``info["reward_terms"]``): ``format`` (one command parsed), ``valid``
@@ -152,10 +150,9 @@ class TextWorldEnv(AgentEnv):
         return parse_embodied_action(action)
 
     def _execute(self, parsed: ParsedAction) -> Transition:
-        command = " ".join(_NOT_PRINTABLE.sub(" ", parsed.text).split())[:MAX_COMMAND_CHARS]
-        if not command or command.split()[0].lower() in META_COMMANDS:
-            return Transition(META_REPLY if command else "I beg your pardon?",
-                              {"format": 1.0, "valid": 0.0, "progress": self._progress, "success": 0.0},
+        command, refusal = screen_command(parsed.text)
+        if refusal is not None:
+            return Transition(refusal, {"format": 1.0, "valid": 0.0, "progress": self._progress, "success": 0.0},
                               action_valid=False)
         admissible = self._state.get("admissible_commands")
         valid = True if not admissible else command.lower() in admissible

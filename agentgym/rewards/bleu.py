@@ -14,6 +14,9 @@ punishes padding. Our definition (SPEC §4.1), after SQuAD normalization of both
    (``lam = 2``): up to twice the reference length is free, beyond it the score decays.
 4. The score against several gold aliases is the best one. An exact match scores 1.0.
 
+The answer is cut to :data:`~agentgym.rewards.qa_metrics.MAX_SCORED_CHARS` characters (or four
+times the longest alias) before scoring; the verbosity penalty has long driven the score to 0 by then.
+
 Worked examples (these are tests too):
 
 >>> length_aware_bleu("Paris", ["paris"])                      # exact match after normalization
@@ -37,20 +40,22 @@ from typing import Iterable
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
-from agentgym.rewards.qa_metrics import normalize_answer
+from agentgym.rewards.qa_metrics import clip_for_scoring, normalize_answer
 
 DEFAULT_LAMBDA = 2.0
 
 
-@lru_cache(maxsize=65536)
-def _ngrams(text: str, order: int):
+@lru_cache(maxsize=4096)
+def _reference_ngrams(text: str, order: int):
+    # Only references are cached: a task's gold aliases are scored again and again, answers once
+    # each, and caching answers let long ones grow the process without bound.
     return extract_all_word_ngrams(text, 1, order)
 
 
 def _bleu_tokens(hyp: str, ref: str, n_hyp: int, n_ref: int, lam: float) -> float:
     order = min(4, n_hyp, n_ref)
-    hyp_counts, _ = _ngrams(hyp, order)
-    ref_counts, _ = _ngrams(ref, order)
+    hyp_counts, _ = extract_all_word_ngrams(hyp, 1, order)
+    ref_counts, _ = _reference_ngrams(ref, order)
     correct = [0] * order
     total = [0] * order
     for gram, count in hyp_counts.items():
@@ -74,7 +79,8 @@ def length_aware_bleu(hypothesis: str, references: Iterable[str], lam: float = D
     """Best length-aware BLEU of ``hypothesis`` over ``references`` (gold aliases), in [0, 1]."""
     if lam <= 0:
         raise ValueError(f"lam must be positive, got {lam}")
-    hyp = normalize_answer(hypothesis)
+    references = list(references)
+    hyp = normalize_answer(clip_for_scoring(hypothesis, references))
     n_hyp = len(hyp.split())
     if n_hyp == 0:
         return 0.0

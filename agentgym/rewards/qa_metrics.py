@@ -11,6 +11,10 @@ import string
 from collections import Counter
 from typing import Iterable
 
+# Answers are cut to this many characters (or four times the longest reference, if more) before
+# any metric or judge sees them: far past any length a metric rewards, so no score changes, while a
+# megabyte-long answer costs no more to score, or to remember in a cache, than a page.
+MAX_SCORED_CHARS = 2_000
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT_TABLE = str.maketrans("", "", string.punctuation)
 
@@ -26,6 +30,16 @@ def normalize_answer(text: str) -> str:
     text = text.lower().translate(_PUNCT_TABLE)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
+
+
+def clip_for_scoring(answer: str, references: Iterable[str] = ()) -> str:
+    """``answer`` cut to what is scored: ``MAX_SCORED_CHARS`` or 4x the longest reference.
+
+    >>> len(clip_for_scoring("word " * 10_000, ["Paris"]))
+    2000
+    """
+    limit = max(MAX_SCORED_CHARS, 4 * max((len(r) for r in references), default=0))
+    return answer[:limit]
 
 
 def exact_match(prediction: str, golds: Iterable[str]) -> float:

@@ -154,6 +154,31 @@ def test_bad_commands_are_answered_not_raised(env):
     assert info["action_valid"] and obs != "Nothing happens."
 
 
+def test_meta_commands_and_chains_never_reach_the_engine(root, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env = ALFWorldEnv(data_path=root, expert=True, max_turns=500)
+
+    def play(between):
+        _, info = env.reset(seed=4)
+        turns = 0
+        while True:
+            expert = info["expert_action"]
+            _, _, terminated, truncated, info = env.step(expert)
+            turns += 1
+            if terminated or truncated:
+                return turns, info
+            for action in between + [f"{expert}. look", f"look then {expert}", f"{expert}, inventory"]:
+                obs, _, terminated, _, refused = env.step(action)
+                assert obs == "Nothing happens." and not refused["action_valid"] and not terminated, action
+                assert refused["expert_action"] == info["expert_action"]
+
+    plain_turns, _ = play([])
+    turns, info = play(["quit.", "restart.", "save.", "restore.", "script.", "look. restart", "look then restart",
+                        "undo", "Restart!", "inventory then save"])
+    assert info["success"] and turns == plain_turns and os.listdir(tmp_path) == []
+    env.close()
+
+
 def test_turn_limit_truncates_and_binary_reward(root):
     env = ALFWorldEnv(data_path=root, max_turns=3, reward_mode="binary")
     env.reset(seed=0)

@@ -38,6 +38,10 @@ actions = st.one_of(
     st.sampled_from(["", "\x00", "look", "<action>inventory</action>", "<action>", "</action><action>",
                      "<think>x</think>help", "go to", "\n\n", "a" * 5000, "<action>a</action><action>b</action>"]),
     st.binary(max_size=64).map(lambda b: b.decode("utf-8", "replace")),
+    # chains of commands and interpreter meta-commands: none may reach the engine as more than one command
+    st.lists(st.sampled_from(["look", "inventory", "restart", "save", "restore", "script", "quit", "undo"]),
+             min_size=1, max_size=4).flatmap(lambda words: st.sampled_from([". ", " then ", ", ", "."]).map(
+                 lambda sep: sep.join(words) + ".")),
 )
 
 

@@ -21,3 +21,20 @@ def test_arithmetic(expr, value):
 def test_rejected_with_reason(expr, message):
     with pytest.raises(CalculatorError, match=message):
         calculate(expr)
+
+
+@pytest.mark.parametrize("expr", ["(" * 200 + "1" + ")" * 200, "-" * 300 + "1", "abs(" * 80 + "1" + ")" * 80,
+                                  "2^" * 100 + "1", "(" * 240],
+                         ids=["parentheses", "signs", "functions", "exponents", "unclosed"])
+def test_deep_nesting_is_rejected_not_a_recursion_error(expr):
+    assert len(expr) <= 500  # inside the length limit: only the depth bound stops it
+    with pytest.raises(CalculatorError, match="nested more than"):
+        calculate(expr)
+
+
+def test_depth_bound_holds_from_a_deep_caller_stack():
+    def nest(frames):
+        return nest(frames - 1) if frames else calculate("(" * 63 + "2" + ")" * 63)
+
+    # A vector worker or an eval loop calls the tool from well inside its own stack.
+    assert nest(400) == 2

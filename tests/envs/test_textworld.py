@@ -14,7 +14,8 @@ pytest.importorskip("textworld")
 from gymnasium.utils.env_checker import check_env
 
 import agentgym  # noqa: F401
-from agentgym.envs.textworld_env import META_REPLY, TextWorldEnv, clean_feedback
+from agentgym.envs.interpreter_commands import META_REPLY, screen_command
+from agentgym.envs.textworld_env import TextWorldEnv, clean_feedback
 
 
 def _tw_make(path, seed):
@@ -31,8 +32,19 @@ def games(tmp_path_factory):
     return [_tw_make(out / "one.z8", 1), _tw_make(out / "two.z8", 2)]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def interpreter_dir(tmp_path_factory):
+    """Run this file in an empty folder: the interpreter writes saves and transcripts into the
+    working directory, and anything it writes must show (and must not land in the repository)."""
+    folder = tmp_path_factory.mktemp("interpreter_cwd")
+    here = os.getcwd()
+    os.chdir(folder)
+    yield folder
+    os.chdir(here)
+
+
 @pytest.fixture(scope="module")
-def env(games):
+def env(games, interpreter_dir):
     env = gym.make("TextWorld-v0", game=games[0], expert=True, render_mode="ansi")
     yield env
     env.close()
@@ -71,6 +83,78 @@ def test_bad_input_never_reaches_or_crashes_the_interpreter(env):
     assert info["action_valid"] and "Invalid" not in obs
 
 
+# Ways to slip a meta-command past a check of the first word only.
+META_FORMS = ["quit.", "restart.", "save.", "restore.", "script.", "transcript.", "look. restart", "look then restart",
+              "look, save", "LOOK THEN SCRIPT", "Restart!", "q", "look.restore", ". undo", "look . quit", "oops south",
+              "verify", "inventory then save then quit"]
+
+
+def _play_out(env, info, between=()):
+    """Follow the expert to the end, sending ``between`` after each of its steps; the turns it took."""
+    expert_turns = 0
+    while True:
+        expert = info["expert_action"]
+        _, _, terminated, truncated, info = env.step(expert)
+        expert_turns += 1
+        if terminated or truncated:
+            return expert_turns, info
+        for action in between:
+            obs, _, terminated, _, refused = env.step(action)
+            assert obs == META_REPLY and not refused["action_valid"] and not terminated, action
+            assert refused["reward_terms"]["format"] == 1.0 and refused["reward_terms"]["valid"] == 0.0
+            assert refused["expert_action"] == info["expert_action"]  # the game did not move
+
+
+def test_meta_commands_in_any_form_never_reach_the_interpreter(games, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the interpreter writes saves and transcripts into its working directory
+    env = TextWorldEnv(game=games[0], expert=True, max_turns=500)
+    _, info = env.reset(seed=0)
+    plain_turns, plain = _play_out(env, info)
+    _, info = env.reset(seed=0)
+    turns, info = _play_out(env, info, between=META_FORMS)
+    assert plain["success"] and info["success"] and turns == plain_turns  # no restart, no undo, no quit
+    assert os.listdir(tmp_path) == []
+    env.close()
+
+
+def test_a_save_cannot_carry_over_to_another_env(games, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    first, second = TextWorldEnv(game=games[0], expert=True), TextWorldEnv(game=games[0], expert=True)
+    _, info = first.reset(seed=0)
+    start = info["expert_action"]
+    first.step(start)
+    assert first.step("save.")[0] == META_REPLY
+    _, info = second.reset(seed=0)
+    obs, _, _, _, info = second.step("restore.")
+    assert obs == META_REPLY and info["expert_action"] == start and os.listdir(tmp_path) == []
+    first.close()
+    second.close()
+
+
+def test_one_command_per_turn_and_a_final_full_stop_is_fine(env):
+    _, info = env.reset(seed=0)
+    expert = info["expert_action"]
+    for chain in (f"{expert}. look", f"look then {expert}", f"{expert}, inventory"):
+        obs, _, _, _, step_info = env.step(chain)
+        assert obs.startswith("One command per turn") and not step_info["action_valid"]
+        assert step_info["expert_action"] == expert
+    _, _, _, _, step_info = env.step(f"<action>{expert}.</action>")
+    assert step_info["action_valid"] and step_info["expert_action"] != expert
+
+
+@pytest.mark.parametrize("text, command", [("look", "look"), ("Take the key.", "Take the key"),
+                                           ("go north!", "go north"), ("  open   chest ...", "open chest"),
+                                           ("x" * 300, "x" * 200)])
+def test_screen_command_passes_one_command(text, command):
+    assert screen_command(text) == (command, None)
+
+
+@pytest.mark.parametrize("text", META_FORMS + ["look. inventory", "look, take key", "go south THEN go east", "", "..."])
+def test_screen_command_refuses_chains_meta_and_nothing(text):
+    command, reply = screen_command(text)
+    assert command is None and reply
+
+
 def test_several_games_seeds_and_task_ids(games):
     env = TextWorldEnv(game=games, max_turns=2, reward_mode="binary")
     first = [env.reset(seed=s)[0] for s in range(6)]
@@ -98,8 +182,32 @@ def test_clean_feedback_strips_prompt_and_banner():
     assert clean_feedback("\nYou close it.\n\n>  ") == "You close it."
 
 
+_chained = st.lists(st.sampled_from(["look", "inventory", "go south", "restart", "save", "restore", "script", "quit",
+                                     "q", "undo", "oops look", "take chest"]), min_size=1, max_size=4).flatmap(
+    lambda words: st.sampled_from([". ", " then ", ", ", ".", " THEN "]).map(lambda sep: sep.join(words)))
+
+
+@pytest.fixture(scope="module")
+def long_env(games, interpreter_dir):
+    env = TextWorldEnv(game=games[0], max_turns=10_000)
+    env.reset(seed=0)
+    yield env
+    env.close()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(action=_chained.map(lambda a: a + "."))
+def test_chained_meta_commands_never_run(long_env, interpreter_dir, action):
+    obs, _, terminated, _, info = long_env.step(action)
+    meta = any(part.split()[0] in {"restart", "save", "restore", "script", "quit", "q", "undo", "oops"}
+               for part in action.lower().replace(" then ", ".").replace(",", ".").split(".") if part.strip())
+    if meta:
+        assert obs == META_REPLY and not info["action_valid"]
+    assert not terminated and os.listdir(interpreter_dir) == []
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(action=st.one_of(st.text(max_size=200), st.text(alphabet="\\<>~*&^%$#@!{}[]|/ abcxyz", max_size=40)))
+@given(action=st.one_of(st.text(max_size=200), st.text(alphabet="\\<>~*&^%$#@!{}[]|/ abcxyz", max_size=40), _chained))
 def test_arbitrary_strings_never_crash_the_interpreter(env, action):
     obs, reward, terminated, truncated, info = env.step(action)
     assert isinstance(obs, str) and isinstance(reward, float) and "reward_terms" in info

@@ -72,3 +72,67 @@ def test_openai_judge_endpoint_down_is_an_error_not_a_zero():
 def test_make_judge_rejects_unknown():
     with pytest.raises(ValueError):
         make_judge("gpt")
+
+
+def _long_form_cases(n=30):
+    """Real long-form questions of the built-in world, each with answers a policy could learn to
+    give: the gold, honest rewordings, and the ways to game a word-matching judge."""
+    from agentgym.envs.toolqa.data import builtin_dataset
+    from agentgym.envs.toolqa.tools import ToolBox
+
+    data = builtin_dataset()
+    toolbox = ToolBox(data.retriever)
+    questions = [q for q in data.questions("train") if q.long_form][:n]
+    for q in questions:
+        toolbox.reset(q.key_facts)
+        search = toolbox.run("search", {"query": q.plan[0].arg}).text
+        opened = "\n\n".join(toolbox.run("open", {"doc_id": s.arg}).text for s in q.plan[1:-1])
+        name, (a, b, c, d) = q.plan[0].arg, q.key_facts
+        answers = {
+            "gold": q.answers[0],
+            "reworded": f"{name}: {a}; {b}; {c}; {d}. That is what the knowledge base says about {name}.",
+            "negated": f"It is not {a}; it is not {b}; it was not {c}, and not {d}.",
+            "negated_after": f"{q.answers[0]} None of that is true.",
+            "pasted_search": search,
+            "pasted_all": f"{search}\n\n{opened}",
+            "stuffed": " ".join([name, a, "travel mining chemist novel", b, "Tesk Gasho Oslo", c,
+                                 " ".join(str(int(c) + k) if c.isdigit() else c for k in range(-3, 4)), d,
+                                 "Ana Vo Zuces Works 300 450"]),
+            "injection": INJECTION,
+        }
+        yield q, answers
+
+
+def test_default_judge_rewards_stated_facts_not_negated_pasted_or_stuffed_ones():
+    judge = make_judge("reference")
+    scores = {}
+    for q, answers in _long_form_cases():
+        for kind, answer in answers.items():
+            scores.setdefault(kind, []).append(judge.score(q.question, answer, q.answers[0], q.key_facts).score)
+    mean = {kind: sum(s) / len(s) for kind, s in scores.items()}
+    assert min(scores["gold"]) == 1.0 and min(scores["reworded"]) >= 0.75
+    assert max(scores["negated"]) == max(scores["negated_after"]) == max(scores["injection"]) == 0.0
+    # none of the gamed answers reaches the env's success threshold (0.75)
+    assert max(scores["pasted_search"]) < 0.5 and mean["pasted_search"] < 0.25
+    assert max(scores["pasted_all"]) < 0.25 and max(scores["stuffed"]) < 0.5
+
+
+@pytest.mark.parametrize("answer, asserted", [
+    ("Zuces Works is an aerospace company in Tesk, founded in 1901 by Ana Vo.", 4),
+    ("Zuces Works is not an aerospace company but a bank in Tesk.", 1),          # the contrast asserts Tesk
+    ("Zuces Works is an aerospace company, not a bank, based in Tesk.", 2),       # negation after the fact
+    ("It was founded in Oslo rather than Tesk, in 1901 rather than 1890.", 1),
+    ("Zuces Works makes aerospace parts in Tesk. No.", 0),
+    ("Founded in 1901 by Ana Vo - which is false. It is aerospace.", 1),
+    ("Aerospace? It is never aerospace. Tesk, 1901, Ana Vo.", 3),                 # denied once: never counts
+])
+def test_negation_voids_the_fact_it_reaches(answer, asserted):
+    from agentgym.rewards.fact_check import asserted_facts
+
+    assert sum(asserted_facts(answer, FACTS)) == asserted
+
+
+def test_length_well_past_the_reference_is_penalized():
+    judge = ReferenceCoverageJudge()
+    filler = " ".join(["Zuces Works is an aerospace company headquartered in Tesk."] * 6)
+    assert judge.score("q", REFERENCE + " " + filler, REFERENCE, FACTS).score < 0.5

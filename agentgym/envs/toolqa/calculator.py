@@ -1,8 +1,8 @@
 """A safe arithmetic evaluator for the ``calculate`` tool: a small recursive-descent parser, no eval.
 
 Grammar: numbers (``1,234.5`` thousands separators allowed), ``+ - * / // % ^ **``, parentheses,
-unary minus, and the functions ``abs round min max sqrt``. Exponents and magnitudes are bounded
-so no input can make the tool spin or allocate without limit.
+unary minus, and the functions ``abs round min max sqrt``. Exponents, magnitudes and nesting depth
+are bounded so no input can make the tool spin, allocate without limit or exhaust the stack.
 
 >>> calculate("2 * (3 + 4) - 1,000 / 8")
 -111.0
@@ -20,6 +20,11 @@ import re
 MAX_EXPRESSION_CHARS = 500
 MAX_ABS_VALUE = 1e100
 MAX_EXPONENT = 1000
+# Levels of parentheses, function calls, signs and exponents together. Each level costs the
+# recursive-descent parser up to five Python frames, and a caller (a vector worker, an eval loop)
+# may already be deep in its own stack: 64 levels stays far from Python's recursion limit, and no
+# real arithmetic nests that deep.
+MAX_DEPTH = 64
 _NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:e[+-]?\d+)?|\.\d+(?:e[+-]?\d+)?"
 _TOKEN = re.compile(rf"\s*(?:({_NUMBER})|(\*\*|//|[-+*/%^(),])|([a-z]+))", re.IGNORECASE)
 _FUNCTIONS = {"abs": (1, abs), "round": (1, round), "sqrt": (1, math.sqrt), "min": (None, min), "max": (None, max)}
@@ -52,7 +57,7 @@ def _tokenize(expr: str) -> list[tuple[str, str, int]]:
 
 class _Parser:
     def __init__(self, tokens):
-        self.tokens, self.i = tokens, 0
+        self.tokens, self.i, self.depth = tokens, 0, 0
 
     def peek(self):
         return self.tokens[self.i] if self.i < len(self.tokens) else ("end", "", -1)
@@ -84,10 +89,18 @@ class _Parser:
         return value
 
     def unary(self):
-        if self.peek()[1] in ("-", "+"):
-            sign = -1 if self.take()[1] == "-" else 1
-            return sign * self.unary()
-        return self.power()
+        # Every recursive path of the grammar (parentheses, function arguments, signs, exponents)
+        # passes through here, so this one counter bounds the recursion.
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise CalculatorError(f"expression is nested more than {MAX_DEPTH} levels deep")
+        try:
+            if self.peek()[1] in ("-", "+"):
+                sign = -1 if self.take()[1] == "-" else 1
+                return sign * self.unary()
+            return self.power()
+        finally:
+            self.depth -= 1
 
     def power(self):
         base = self.atom()

@@ -6,14 +6,14 @@ import json
 from typing import Any, Mapping
 
 from agentgym.envs.base import AgentEnv, Transition
-from agentgym.envs.parsing import ParsedAction, parse_tool_action
+from agentgym.envs.parsing import ParsedAction, echo, parse_tool_action
 from agentgym.envs.toolqa.data import ToolQADataset, builtin_dataset, load_dataset
 from agentgym.envs.toolqa.questions import PlanStep, Question
 from agentgym.envs.toolqa.tools import ALL_TOOLS, SEARCH, ToolBox
 from agentgym.rewards.bleu import length_aware_bleu
 from agentgym.rewards.judges import make_judge
 from agentgym.rewards.prs import TOOLQA_PRS
-from agentgym.rewards.qa_metrics import exact_match, token_f1
+from agentgym.rewards.qa_metrics import clip_for_scoring, exact_match, token_f1
 
 SHORT_KINDS = ("single_hop", "bridge", "comparison", "open_domain")
 
@@ -172,6 +172,8 @@ class ToolQAEnv(AgentEnv):
 
     def _finish(self, answer: str) -> Transition:
         q = self._question
+        # Every metric and the judge see the answer cut to a bounded length (qa_metrics.MAX_SCORED_CHARS).
+        answer = clip_for_scoring(answer, q.answers)
         self._answer = answer
         if q.long_form:
             verdict = self.judge.score(q.question, answer, q.answers[0], q.key_facts)
@@ -179,7 +181,7 @@ class ToolQAEnv(AgentEnv):
             extra = {"judge_rationale": verdict.rationale}
         else:
             score, success, extra = length_aware_bleu(answer, q.answers), exact_match(answer, q.answers) == 1.0, {}
-        return Transition(f"Your answer: {answer}", {"format": 1.0, "answer": score}, True, terminated=True,
+        return Transition(f"Your answer: {echo(answer)}", {"format": 1.0, "answer": score}, True, terminated=True,
                           success=success, extra_info=extra)
 
     def _episode_metrics(self, success: bool) -> dict[str, float]:

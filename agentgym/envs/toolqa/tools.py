@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from agentgym.envs.parsing import echo
 from agentgym.envs.toolqa.calculator import CalculatorError, calculate, format_number
 from agentgym.envs.toolqa.retriever import BM25Retriever, Doc
 from agentgym.rewards.qa_metrics import normalize_answer
@@ -88,7 +89,7 @@ class ToolBox:
         hits = self.retriever.search(query, top_k or self.default_top_k)
         ids = [h.doc.id for h in hits]
         if not hits:
-            return ToolResult(f"No passages match {query!r}.", 0.5, True, {"retrieved": ids})
+            return ToolResult(f"No passages match {echo(query)!r}.", 0.5, True, {"retrieved": ids})
         text = "\n\n".join(self._format_doc(i + 1, h.doc) for i, h in enumerate(hits))
         found = any(_contains_any(h.doc.contents, self._targets) for h in hits)
         return ToolResult(text, 1.0 if found else 0.5, True, {"retrieved": ids})
@@ -96,7 +97,7 @@ class ToolBox:
     def _open(self, doc_id: str) -> ToolResult:
         doc = self.retriever.get(doc_id.strip())
         if doc is None:
-            return ToolResult(f"No passage has id {doc_id[:80]!r}. Use an id shown in search results.", 0.0,
+            return ToolResult(f"No passage has id {echo(doc_id, 80)!r}. Use an id shown in search results.", 0.0,
                               False, {"retrieved": []})
         found = _contains_any(doc.contents, self._targets)
         return ToolResult(self._format_doc(None, doc), 1.0 if found else 0.5, True, {"retrieved": [doc.id]})
@@ -105,6 +106,6 @@ class ToolBox:
         try:
             value = format_number(calculate(expression))
         except CalculatorError as e:
-            return ToolResult(f"Calculation error: {e}", 0.0, False)
+            return ToolResult(f"Calculation error: {echo(str(e))}", 0.0, False)
         found = normalize_answer(value) in self._targets
         return ToolResult(value, 1.0 if found else 0.5, True)
