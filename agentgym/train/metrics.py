@@ -1,7 +1,7 @@
 """Run logging: one JSON line per step in ``OUTPUT_DIR/metrics.jsonl`` and TensorBoard scalars.
 
-On resume the lines after the checkpoint's step are dropped first, so a killed-and-resumed run's
-``metrics.jsonl`` reads as if it had never stopped.
+On resume the lines after the checkpoint's step (and an earlier end-of-run evaluation line) are
+dropped first, so a killed-and-resumed run's ``metrics.jsonl`` reads as if it had never stopped.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -29,8 +30,9 @@ class MetricsLogger:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "metrics.jsonl"
         if resume_step is not None and self.path.exists():
-            kept = [line for line in self.path.read_text().splitlines()
-                    if line.strip() and json.loads(line).get("step", 0) <= resume_step]
+            # the end-of-run evaluation row is written again when the resumed run ends
+            kept = [line for line, row in _rows(self.path)
+                    if row.get("step", 0) <= resume_step and not _is_eval_row(row)]
             self.path.write_text("".join(line + "\n" for line in kept))
         elif resume_step is None and self.path.exists():
             self.path.unlink()
@@ -57,6 +59,28 @@ class MetricsLogger:
             self.writer.close()
 
 
+def _is_eval_row(row: Mapping[str, Any]) -> bool:
+    keys = [k for k in row if k != "step"]
+    return bool(keys) and all(k.startswith("eval/") for k in keys)
+
+
+def _rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(line, row) of every whole line; a line cut short (power lost mid-write) is dropped with a
+    warning rather than failing the resume that reads it."""
+    out = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            warnings.warn(f"{path}:{n}: dropped a partial line ({len(line)} characters)", stacklevel=3)
+            continue
+        if isinstance(row, dict):
+            out.append((line, row))
+    return out
+
+
 def read_metrics(output_dir: str | os.PathLike) -> list[dict[str, Any]]:
-    path = Path(output_dir) / "metrics.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The rows of ``OUTPUT_DIR/metrics.jsonl`` (partial lines dropped with a warning)."""
+    return [row for _, row in _rows(Path(output_dir) / "metrics.jsonl")]

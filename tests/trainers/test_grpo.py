@@ -93,3 +93,39 @@ def test_evaluation_reports_before_and_after_and_leaves_the_random_streams_as_th
     last = read_jsonl(tmp_path / "logged" / "run" / "metrics.jsonl")[-1]
     for key in ("eval/success/before", "eval/return/before", "eval/success/after", "eval/return/after"):
         assert 0.0 <= last[key] <= 1.0, key
+
+
+def test_resume_survives_a_partial_last_metrics_line_and_keeps_the_before_evaluation(tmp_path):
+    import warnings
+
+    grpo.main(small_args(tmp_path, num_steps=2, num_epochs=1, num_minibatches=1, eval_episodes=2, max_new_tokens=6))
+    with open(tmp_path / "run" / "metrics.jsonl", "a") as f:
+        f.write('{"step": 3, "reward/me')  # power lost mid-write
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = grpo.main(small_args(tmp_path, num_steps=3, num_epochs=1, num_minibatches=1, eval_episodes=2,
+                                      max_new_tokens=6, resume="auto"))
+    assert any("partial line" in str(w.message) for w in caught)
+    assert [r["step"] for r in read_jsonl(tmp_path / "run" / "metrics.jsonl")] == [1, 2, 3, 3]
+    # the before evaluation came back from the checkpoint: the summary has both ends
+    assert set(result.evaluation) == {"before", "after"}
+    last = read_jsonl(tmp_path / "run" / "metrics.jsonl")[-1]
+    assert "eval/success/before" in last and "eval/success/after" in last
+
+
+def test_a_half_written_cold_start_is_rebuilt_not_loaded(tmp_path):
+    from agentgym.train.config import SFTRunConfig, build
+    from agentgym.train.sft import is_complete, reusable, run_sft
+
+    cfg = build(SFTRunConfig, env_kwargs=TOOLQA_SMALL, num_steps=2, num_episodes=4, batch_size=4,
+                output_dir=str(tmp_path / "sft"), quiet=True, progress=False, tensorboard=False)
+    final = run_sft(cfg)
+    assert is_complete(final) and reusable(final, cfg)
+    # killed after the weights, before the tokenizer and record: not reusable, and rebuilt
+    (tmp_path / "sft" / "final" / "tokenizer_config.json").unlink()
+    (tmp_path / "sft" / "final" / "agentgym_sft.json").unlink()
+    assert not reusable(final, cfg)
+    cfg_other = build(SFTRunConfig, env_kwargs=TOOLQA_SMALL, num_steps=3, num_episodes=4, batch_size=4,
+                      output_dir=str(tmp_path / "sft"), quiet=True, progress=False, tensorboard=False)
+    run_sft(cfg)
+    assert reusable(final, cfg) and not reusable(final, cfg_other)
