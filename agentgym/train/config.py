@@ -415,3 +415,47 @@ def to_dict(config: Any) -> dict[str, Any]:
     if is_dataclass(config):
         return {f.name: to_dict(getattr(config, f.name)) for f in fields(config)}
     return config
+
+
+def _field_docs(cls: type) -> dict[str, str]:
+    """Each field's one-line doc: the string literal right under it in the class body."""
+    import ast
+    import inspect
+    import textwrap
+
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not is_dataclass(klass) or klass is object:
+            continue
+        try:
+            body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+        except (OSError, TypeError):
+            continue
+        for node, nxt in zip(body, body[1:] + [None]):
+            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr)
+                    and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
+                docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def flag_rows(config: Any, prefix: str = "") -> list[tuple[str, str, str]]:
+    """``(flag, default, doc)`` of every setting of a config instance, in declaration order: the
+    shared groups without a prefix, a method's group with its own (``--vspo.eta``)."""
+    rows = []
+    docs = _field_docs(type(config))
+    for f in fields(config):
+        value = getattr(config, f.name)
+        if is_dataclass(value):
+            # with postponed annotations the type is the source text, e.g. "Annotated[EnvConfig, Flat]"
+            flat = "Flat" in f.type if isinstance(f.type, str) else "OmitArgPrefixes" in repr(f.type)
+            rows += flag_rows(value, prefix if flat else f"{prefix}{f.name.replace('_', '-')}.")
+        else:
+            rows.append((f"--{prefix}{f.name.replace('_', '-')}", repr(value), docs.get(f.name, "")))
+    return rows
+
+
+def flag_table(config: Any) -> str:
+    """A Markdown table of every flag of a config (docs/trainers.md is checked against it)."""
+    lines = ["| flag | default | meaning |", "|---|---|---|"]
+    lines += [f"| `{flag}` | `{default}` | {doc} |" for flag, default, doc in flag_rows(config)]
+    return "\n".join(lines)

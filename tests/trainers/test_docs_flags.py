@@ -1,0 +1,18 @@
+"""docs/trainers.md lists every flag of every trainer, with its default and doc, as the config
+classes declare them."""
+
+import os
+
+import dapo
+import gigpo
+import vspo
+from agentgym.train.config import SFTRunConfig, TrainConfig, flag_rows
+
+DOC = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "trainers.md")).read()
+
+
+def test_every_flag_is_documented_as_declared():
+    configs = [TrainConfig(), SFTRunConfig(), vspo.VSPOTrainConfig(), gigpo.GiGPOTrainConfig(), dapo.DAPOTrainConfig()]
+    missing = [f"| `{flag}` | `{default}` | {doc} |" for config in configs
+               for flag, default, doc in flag_rows(config) if f"| `{flag}` | `{default}` | {doc} |" not in DOC]
+    assert not missing, "docs/trainers.md is out of date:\n" + "\n".join(missing)
