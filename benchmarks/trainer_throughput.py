@@ -9,6 +9,9 @@ Parts:
 - ``update``: one GRPO optimizer step on that batch (forward, PPO-clip loss, backward, AdamW).
 - ``gpu`` (CUDA only): the same two on a Qwen2-architecture model built from a config (~113M
   params by default), bf16 autocast and gradient checkpointing; MFU = model FLOPs / time / peak.
+- ``methods``: ``--method-steps`` steps of GRPO and of VSPO through the public ``train()`` on the
+  same settings, from the same short cold start: step time, and VSPO's extra rollout per step
+  (groups, generated tokens, seconds) beside GRPO's whole step.
 - ``trl``: where TRL is installed, one single-turn GRPO step (same model, prompts, reward, group
   size, completion length) with our core and with ``trl.GRPOTrainer``; reports our step time over
   theirs.
@@ -123,6 +126,37 @@ def bench_gpu(args):
             "update_mfu": achieved / (peak * 1e12) if peak else None, "peak_bf16_tflops": peak}
 
 
+def bench_methods(args):
+    """GRPO and VSPO steps through ``train()``: the step time and what VSPO's resampling adds."""
+    import numpy as np
+
+    from agentgym.train.config import SFTRunConfig, TrainConfig, build
+    from agentgym.train.extensions import VSPO, VSPOConfig
+    from agentgym.train.loop import train
+    from agentgym.train.sft import run_sft
+
+    env_kwargs = json.dumps(ENV_KWARGS)
+    cold = run_sft(build(SFTRunConfig, env_kwargs=env_kwargs, num_steps=100, num_episodes=64, quiet=True,
+                         progress=False, tensorboard=False, output_dir=os.path.join(args.workdir, "cold")))
+    common = dict(model=cold, env_kwargs=env_kwargs, num_steps=args.method_steps, num_groups=args.groups,
+                  group_size=args.group_size, max_new_tokens=args.max_new_tokens, eval_episodes=0, save_every=0,
+                  progress=False, quiet=True, tensorboard=False, cpu_threads=args.cpu_threads)
+    out = {}
+    for name, ext in (("grpo", []), ("vspo", [VSPO(VSPOConfig())])):
+        history = train(build(TrainConfig, output_dir=os.path.join(args.workdir, name), **common), ext, name).history
+        out[f"{name}_step_s"] = float(np.mean([h["time/step"] for h in history]))
+        out[f"{name}_rollout_s"] = float(np.mean([h["time/rollout"] for h in history]))
+        if name == "vspo":
+            out["vspo_extra_groups_per_step"] = float(np.mean([h["vspo/extra_groups"] for h in history]))
+            out["vspo_extra_rollout_s_per_step"] = float(np.mean([h.get("time/rollout_extra", 0.0) for h in history]))
+            out["vspo_extra_tokens_per_step"] = float(np.mean([h.get("tokens/generated_resample", 0.0)
+                                                               for h in history]))
+            out["vspo_groups_replaced_per_step"] = float(np.mean([h["vspo/groups_replaced"] for h in history]))
+    out["vspo_over_grpo_step"] = out["vspo_step_s"] / out["grpo_step_s"]
+    out["vspo_extra_rollout_over_grpo_step"] = out["vspo_extra_rollout_s_per_step"] / out["grpo_step_s"]
+    return out
+
+
 def bench_trl(args):
     """One single-turn GRPO step: our core vs trl.GRPOTrainer, same model, prompts, reward and sizes."""
     import gymnasium as gym
@@ -200,6 +234,7 @@ def main(argv=None):
     p.add_argument("--gpu-micro-batch-size", type=int, default=32)
     p.add_argument("--peak-tflops", type=float, default=None, help="bf16 peak of the GPU, for MFU")
     p.add_argument("--skip-trl", action="store_true")
+    p.add_argument("--method-steps", type=int, default=5, help="GRPO and VSPO steps to time (0: skip that part)")
     p.add_argument("--trl-steps", type=int, default=3)
     p.add_argument("--workdir", default="/tmp/agentgym-bench")
     p.add_argument("--output", default=None)
@@ -209,6 +244,8 @@ def main(argv=None):
         import torch
 
         results["gpu"] = bench_gpu(args) if torch.cuda.is_available() else {"skipped": "CUDA not available"}
+    if args.method_steps > 0:
+        results["methods"] = bench_methods(args)
     if not args.skip_trl:
         results["trl"] = bench_trl(args)
     for part, res in results.items():
