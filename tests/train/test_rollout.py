@@ -47,3 +47,34 @@ def test_max_prompt_tokens_cuts_an_episode(tiny):
 def test_bad_layout_is_a_clear_error():
     with pytest.raises(ValueError, match="layout"):
         RolloutConfig(layout="interleaved")
+
+
+@pytest.mark.parametrize("backend", ["sync", "process"])
+def test_only_requested_groups_are_reset_and_only_named_envs_stepped(backend):
+    envs = make_env_batch("ToolQA-v0", 3, 2, backend, ENV_KWARGS)
+    try:
+        starts = envs.reset_groups([5], {"split": "train"}, [{}])
+        assert len(starts) == 2 and starts[0][1]["task_id"] == starts[1][1]["task_id"]
+        envs.step_some({0: "not an action"})
+        # env 1 (same group, ended by the collector) and the groups never asked for got nothing
+        assert envs.vec.get_attr("_turn") == (1, 0, 0, 0, 0, 0)
+    finally:
+        envs.close()
+
+
+def test_group_requests_pick_tasks_by_id_and_record_where_they_came_from(tiny):
+    from agentgym.train.rollout import GroupRequest
+
+    model, tok = tiny
+    envs = make_env_batch("ToolQA-v0", 2, 2, "list", ENV_KWARGS)
+    task_ids = envs.envs[0].unwrapped.task_ids("train")[:2]
+    policy = HFPolicy(model, tok, SamplingConfig(max_new_tokens=6))
+    requests = [GroupRequest(7, {"task_id": task_ids[1]}, "resample")]
+    episodes, stats = collect_episodes(envs, policy, ChatEncoder(tok), requests, RolloutConfig(max_turns=1),
+                                       None, {"split": "train"}, system_prompt_hook=lambda p: p + " [hooked]")
+    assert [ep.task_id for ep in episodes] == [task_ids[1]] * 2
+    assert all(ep.seed == 7 and ep.tag == "resample" and ep.reset_options == {"split": "train", "task_id": task_ids[1]}
+               for ep in episodes)
+    assert all(ep.system_prompt.endswith(" [hooked]") and len(ep.turns) == 1 for ep in episodes)
+    assert all(len(ep.turn_spans) == 1 for ep in episodes)
+    envs.close()
