@@ -7,7 +7,7 @@ import pytest
 MODULES = [
     "agentgym.rewards.bleu", "agentgym.rewards.qa_metrics", "agentgym.rewards.judges", "agentgym.prompts",
     "agentgym.envs.spaces", "agentgym.envs.toolqa.calculator", "agentgym.envs.toolqa.retriever",
-    "agentgym.envs.toolqa.env",
+    "agentgym.envs.toolqa.env", "agentgym.extras",
 ]
 
 
