@@ -1,12 +1,4 @@
-"""The ``agentgym`` console command.
-
-    agentgym list                      registered env ids, one line each
-    agentgym play ENV_ID [--seed N]    play an env yourself in the terminal
-    agentgym demo [ENV_ID]             one episode played by the env's expert, as a transcript
-    agentgym expert-data ENV_ID ...    expert episodes as chat JSONL, for cold-start SFT
-    agentgym alfworld-generate ...     write ALFWorld-style games in the official layout
-    agentgym eval ...                  evaluate a checkpoint or endpoint on an env's split
-    agentgym tiny-model ...            build the tiny test model (random weights, trained tokenizer)
+"""The ``agentgym`` console command (``COMMANDS`` below is what ``agentgym --help`` shows).
 
 Subcommands that belong to one part of the package live there as ``main(argv)``; this file only
 dispatches, so ``agentgym list`` never imports torch or an engine.
@@ -19,12 +11,34 @@ import importlib
 import json
 import sys
 
+COMMANDS = """\
+Gymnasium text environments for LLM agents.
+
+    agentgym list                      registered env ids, one line each
+    agentgym play ENV_ID [--seed N]    play an env yourself in the terminal
+    agentgym demo [ENV_ID]             one episode played by the env's expert, as a transcript
+    agentgym expert-data ENV_ID ...    expert episodes as chat JSONL, for cold-start SFT
+    agentgym alfworld-generate ...     write ALFWorld-style games in the official layout
+    agentgym eval ...                  evaluate a checkpoint or endpoint on an env's split
+    agentgym plot RUN_DIR ...          learning curves of training runs as a PNG
+    agentgym tiny-model ...            build the tiny test model (random weights, trained tokenizer)
+
+`agentgym COMMAND --help` describes each command.
+"""
+
+PLAY_HELP = """\
+Type an action and press Enter. Meta commands (they cost no turn):
+  :actions   what you can do here (admissible actions, or the tool-call syntax and the tools)
+  :help      this list
+  :q         quit"""
+
 # subcommand -> "module:function" taking argv
 EXTERNAL = {
     "expert-data": "agentgym.experts:main",
     "alfworld-generate": "agentgym.envs.alfworld.generate:main",
     "eval": "agentgym.train.evaluate:main",
     "tiny-model": "agentgym.agents.tiny:main",
+    "plot": "agentgym.plot:main",
 }
 
 
@@ -54,11 +68,34 @@ def cmd_list(_args) -> int:
     return 0
 
 
+def _what_you_can_do(info: dict) -> str:
+    """``:actions`` in ``agentgym play``: the engine's admissible actions, or for a tool env the
+    call syntax with one line per tool (its arguments, required ones first)."""
+    if info.get("admissible_actions"):
+        return "\n".join(info["admissible_actions"])
+    if not info.get("tools"):
+        return "(this env lists no actions; the system prompt above says what it accepts)"
+    lines = ['Call a tool: <tool_call>{"name": TOOL, "arguments": {...}}</tool_call>', "Tools:"]
+    for tool in info["tools"]:
+        function = tool.get("function", tool)
+        params = function.get("parameters", {})
+        required = params.get("required", [])
+        names = sorted(params.get("properties", {}), key=lambda name: name not in required)
+        arguments = ", ".join(name if name in required else f"[{name}]" for name in names)
+        lines.append(f"  {function['name']}({arguments})  {function.get('description', '')}")
+        example = {name: "..." for name in required}
+        lines.append(f"    <tool_call>{json.dumps({'name': function['name'], 'arguments': example})}</tool_call>")
+    if "<answer>" in info.get("system_prompt", ""):
+        lines.append("Answer: <answer>...</answer> (ends the episode)")
+    return "\n".join(lines)
+
+
 def cmd_play(args) -> int:
     import gymnasium as gym
 
     env = gym.make(args.env_id, render_mode="ansi", **_parse_kwargs(args.kwarg))
     obs, info = env.reset(seed=args.seed)
+    print(f"Playing {args.env_id}. Meta commands (no turn spent): :actions  :help  :q\n")
     print(info["system_prompt"], "\n")
     print(obs)
     while True:
@@ -68,10 +105,14 @@ def cmd_play(args) -> int:
             action = input("\n> ")
         except EOFError:
             break
-        if action.strip() in (":q", ":quit"):
+        command = action.strip()
+        if command in (":q", ":quit"):
             break
-        if action.strip() == ":actions":
-            print("\n".join(info.get("admissible_actions") or ["(this env lists none)"]))
+        if command == ":actions":
+            print(_what_you_can_do(info))
+            continue
+        if command in (":help", ":h", ":?"):
+            print(PLAY_HELP)
             continue
         obs, reward, terminated, truncated, info = env.step(action)
         print(f"\n{obs}\n[reward {reward:+.3f}  terms {info['reward_terms']}]")
@@ -99,6 +140,10 @@ def cmd_demo(args) -> int:
     return 0
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Descriptions as written, and every argument's default."""
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in EXTERNAL:
@@ -106,16 +151,19 @@ def main(argv: list[str] | None = None) -> int:
         return int(getattr(importlib.import_module(module), func)(argv[1:]) or 0)
     import agentgym  # noqa: F401  registers the envs
 
-    parser = argparse.ArgumentParser(prog="agentgym", description=__doc__,
+    parser = argparse.ArgumentParser(prog="agentgym", description=COMMANDS,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list registered env ids").set_defaults(func=cmd_list)
     for name, func, helptext in (("play", cmd_play, "play an env in the terminal"),
                                  ("demo", cmd_demo, "watch the expert play one episode")):
-        p = sub.add_parser(name, help=helptext)
-        p.add_argument("env_id", nargs="?" if name == "demo" else None, default="ToolQA-v0")
-        p.add_argument("--seed", type=int, default=0)
-        p.add_argument("--kwarg", action="append", default=[], help="env keyword argument, key=value")
+        p = sub.add_parser(name, help=helptext, description=helptext + (f"\n\n{PLAY_HELP}" if name == "play" else ""),
+                           formatter_class=_HelpFormatter)
+        p.add_argument("env_id", nargs="?" if name == "demo" else None, default="ToolQA-v0",
+                       help="registered env id (`agentgym list`)")
+        p.add_argument("--seed", type=int, default=0, help="reset seed: the same seed gives the same task")
+        p.add_argument("--kwarg", action="append", default=[], metavar="KEY=VALUE",
+                       help="env keyword argument, repeatable; VALUE is read as JSON when it parses")
         p.set_defaults(func=func)
     for name in EXTERNAL:
         sub.add_parser(name, help=f"see `agentgym {name} --help`")

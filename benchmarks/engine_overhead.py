@@ -13,7 +13,10 @@ import importlib.util
 import json
 from pathlib import Path
 
+from agentgym.extras import require_for_script
+
 HERE = Path(__file__).resolve().parent
+PART_MODULES = {"alfworld": ["alfworld", "textworld"], "scienceworld": ["scienceworld"]}
 
 
 def _load(name: str):
@@ -28,11 +31,14 @@ def main() -> None:
     parser.add_argument("--only", choices=["alfworld", "scienceworld"], default=None)
     parser.add_argument("--out", default="benchmarks/results/engine_overhead.json")
     args = parser.parse_args()
+    parts = [name for name in ("alfworld", "scienceworld") if args.only in (None, name)]
+    # Checked before the first measurement: a module missing at the end would lose the run.
+    require_for_script(["psutil"] + [m for name in parts for m in PART_MODULES[name]], "bench",
+                       "benchmarks/engine_overhead.py")
     results = {}
-    for name in ("alfworld", "scienceworld"):
-        if args.only in (None, name):
-            results[name] = _load(name).measure()
-            print(name, json.dumps(results[name], indent=2), flush=True)
+    for name in parts:
+        results[name] = _load(name).measure()
+        print(name, json.dumps(results[name], indent=2), flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2))
 

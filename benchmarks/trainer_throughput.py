@@ -239,6 +239,9 @@ def main(argv=None):
     p.add_argument("--workdir", default="/tmp/agentgym-bench")
     p.add_argument("--output", default=None)
     args = p.parse_args(argv)
+    from agentgym.extras import require_for_script
+
+    require_for_script(["torch", "transformers", "tokenizers"], "bench", "benchmarks/trainer_throughput.py")
     results = {"cpu": bench_cpu(args)}
     if args.device.startswith("cuda"):
         import torch

@@ -40,6 +40,7 @@ import gymnasium as gym
 import numpy as np
 
 import agentgym
+from agentgym.extras import require_for_script
 from agentgym.vector import AutoresetMode
 
 ENVS = ("ToolQA-v0", "ALFWorld-v0", "ScienceWorld-v0")
@@ -356,6 +357,8 @@ def main(argv=None) -> None:
                         help="keep the rows of an earlier run in <out> that this run does not measure again "
                              "(e.g. cheap envs with few --seconds, engines with many)")
     args = parser.parse_args(argv)
+    # The plot is drawn after the first configuration: check for matplotlib before measuring.
+    require_for_script(["matplotlib"], "bench", "benchmarks/vector_throughput.py")
     args.earlier = None  # the JSON an --append run adds to, read once
     args.out.mkdir(parents=True, exist_ok=True)
 

@@ -1,6 +1,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from agentgym.cli import main
 from agentgym.envs.spaces import UnicodeText
 from agentgym.prompts import episode_to_messages
@@ -25,6 +27,49 @@ def test_play_reads_actions_from_a_terminal():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "<tool_response>" in done.stdout and "Episode over: success=False" in done.stdout
+
+
+def _help(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as done:
+        main(argv + ["--help"])
+    assert done.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_top_level_help_lists_the_commands_for_users(capsys):
+    out = _help([], capsys)
+    assert "dispatches" not in out and "main(argv)" not in out  # notes for developers stay in the source
+    for command in ("agentgym list", "agentgym play", "agentgym demo", "agentgym eval", "agentgym plot"):
+        assert command in out
+
+
+def test_demo_help_describes_every_argument_with_its_default(capsys):
+    out = " ".join(_help(["demo"], capsys).split())
+    assert "env_id registered env id (`agentgym list`) (default: ToolQA-v0)" in out
+    assert "--seed SEED reset seed: the same seed gives the same task (default: 0)" in out
+    assert "--kwarg KEY=VALUE env keyword argument, repeatable" in out
+
+
+def test_eval_help_shows_the_defaults(capsys):
+    out = " ".join(_help(["eval"], capsys).split())
+    for text in ("--env-id ENV_ID registered env id (`agentgym list`) (default: ToolQA-v0)",
+                 "episodes to play (default: 64)", "(default: test)", "(default: 256)", "(default: auto)"):
+        assert text in out
+
+
+def test_play_meta_commands_cost_no_turn_and_actions_show_the_tools():
+    script = ":help\n:actions\n<answer>x</answer>\n"
+    done = subprocess.run([sys.executable, "-m", "agentgym.cli", "play", "ToolQA-v0", "--seed", "1"], input=script,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert ":actions" in first and ":help" in first and ":q" in first
+    assert "Meta commands (they cost no turn)" in done.stdout
+    assert done.stdout.count("[reward") == 1  # only the answer was an action
+    assert "(this env lists none)" not in done.stdout
+    assert '<tool_call>{"name": "search", "arguments": {"query": "..."}}</tool_call>' in done.stdout
+    assert "search(query, [top_k])" in done.stdout and "calculate(expression)" in done.stdout
+    assert "Answer: <answer>...</answer>" in done.stdout and "Episode over: success=False" in done.stdout
 
 
 def test_unicode_text_space():

@@ -57,24 +57,27 @@ def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, spli
     }
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The module docstring as written, and every option's default."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="agentgym eval", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="agentgym eval", description=__doc__, formatter_class=_HelpFormatter)
     parser.add_argument("--model", required=True,
                         help="checkpoint directory, `tiny`, or the served model name with --base-url")
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--api-key", default=None, help="bearer token for --base-url")
-    parser.add_argument("--env-id", default="ToolQA-v0")
+    parser.add_argument("--env-id", default="ToolQA-v0", help="registered env id (`agentgym list`)")
     parser.add_argument("--env-kwargs", default="", help="JSON object of env keyword arguments")
     parser.add_argument("--split", default="test", help="env split (empty string: the env's default)")
-    parser.add_argument("--num-episodes", type=int, default=64)
+    parser.add_argument("--num-episodes", type=int, default=64, help="episodes to play")
     parser.add_argument("--batch-size", type=int, default=16, help="episodes played at once")
     parser.add_argument("--seed", type=int, default=0, help="task seed of the first episode")
     parser.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
-    parser.add_argument("--max-new-tokens", type=int, default=256)
-    parser.add_argument("--window", type=int, default=None, help="past turns kept in the prompt (default all)")
-    parser.add_argument("--prs-stage", type=float, default=None, help="PRS stage (default final)")
-    parser.add_argument("--device", default="auto")
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="token budget of each model turn")
+    parser.add_argument("--window", type=int, default=None, help="past turns kept in the prompt; None keeps them all")
+    parser.add_argument("--prs-stage", type=float, default=None, help="PRS stage; None: the final stage")
+    parser.add_argument("--device", default="auto", help="cpu, cuda, or auto (cuda when available)")
     parser.add_argument("--output", default=None, help="also write the results to this JSON file")
     args = parser.parse_args(argv)
 

@@ -15,7 +15,7 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from agentgym.vector.host import DEFAULT_STICKY_CALLS
-from agentgym.vector.vector_env import AgentVectorEnv
+from agentgym.vector.vector_env import DEFAULT_RESET_TIMEOUT, AgentVectorEnv
 
 
 def make_vec(
@@ -26,6 +26,7 @@ def make_vec(
     *,
     autoreset_mode: AutoresetMode | str = AutoresetMode.DISABLED,
     step_timeout: float | None = 300.0,
+    reset_timeout: float | None = DEFAULT_RESET_TIMEOUT,
     startup_timeout: float | None = 600.0,
     envs_per_worker: int = 1,
     mp_context: str | None = None,
@@ -50,7 +51,8 @@ def make_vec(
     spec = gym.spec(env_id)
     vec = AgentVectorEnv(
         env_id, num_envs, group_size=group_size, backend=backend, env_kwargs=env_kwargs,
-        autoreset_mode=autoreset_mode, step_timeout=step_timeout, startup_timeout=startup_timeout,
+        autoreset_mode=autoreset_mode, step_timeout=step_timeout, reset_timeout=reset_timeout,
+        startup_timeout=startup_timeout,
         envs_per_worker=envs_per_worker, mp_context=mp_context, ray_actor_options=ray_actor_options,
         ray_init_kwargs=ray_init_kwargs, sticky_calls=sticky_calls,
     )

@@ -15,7 +15,9 @@ worker's pipe waits in an outbox until the worker has read what it was sent.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import multiprocessing as mp
+from multiprocessing import resource_tracker
 import os
 import pickle
 import select
@@ -56,6 +58,27 @@ def kill_process_group(process: mp.process.BaseProcess) -> None:
         except (ProcessLookupError, AttributeError, ValueError):
             pass
     process.join(timeout=5)
+
+
+@contextlib.contextmanager
+def _sigint_held(context_name: str):
+    """Hold SIGINT back while workers start.
+
+    A new worker stays in this process group until its first lines move it to its own: with
+    ``spawn`` that is a whole interpreter start, with ``fork`` a few instructions. A Ctrl-C then
+    would reach it too and kill it with a traceback of its own. Started with SIGINT blocked (the
+    mask is inherited across fork and exec), the worker unblocks it only once it has left the
+    group and ignores it. A Ctrl-C that comes meanwhile reaches this process when the block ends.
+    """
+    # multiprocessing starts its resource tracker with the first spawned process and unblocks SIGINT
+    # when it is done: started here first, it cannot undo the block below.
+    if context_name != "fork":
+        resource_tracker.ensure_running()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def default_start_method() -> str:
@@ -151,12 +174,13 @@ class ProcessBackend(Backend):
         self.worker_of: list[int] = []
         self._in_flight: set[int] = set()
         self._answers: dict[int, tuple] = {}  # command answers, by worker
-        for w, start in enumerate(range(0, self.num_envs, self.envs_per_worker)):
-            indices = list(range(start, min(start + self.envs_per_worker, self.num_envs)))
-            self.worker_of += [w] * len(indices)
-            self.workers.append(self._start(indices))
         _LIVE_BACKENDS.add(self)
         try:
+            with _sigint_held(self.context_name):
+                for w, start in enumerate(range(0, self.num_envs, self.envs_per_worker)):
+                    indices = list(range(start, min(start + self.envs_per_worker, self.num_envs)))
+                    self.worker_of += [w] * len(indices)
+                    self.workers.append(self._start(indices))
             for w in range(len(self.workers)):
                 self._await_ready(w, raise_on_failure=True)
         except BaseException:
@@ -201,11 +225,20 @@ class ProcessBackend(Backend):
         worker.ready = True
         worker.description = message[1]
 
+    def _peek_ready(self, worker: _Worker) -> None:
+        """Take a restarted worker's ready message if it is already in the pipe."""
+        try:
+            if worker.conn.poll(0):
+                self._take_ready(worker, worker.conn.recv())
+        except Exception:  # noqa: BLE001  dead or failed to build: it is killed either way
+            pass
+
     def _restart(self, w: int) -> None:
         old = self.workers[w]
         kill_process_group(old.process)
         old.conn.close()
-        self.workers[w] = self._start(old.indices)
+        with _sigint_held(self.context_name):
+            self.workers[w] = self._start(old.indices)
         self.restarts += 1
 
     # ----- messaging -----------------------------------------------------------------------
@@ -239,6 +272,9 @@ class ProcessBackend(Backend):
                 self._take_ready(worker, message)
             except BaseException as e:  # noqa: BLE001
                 self._fail(w, f"worker could not rebuild its envs: {e}", results)
+                return
+            if worker.tickets:  # its first job starts now: from here on it has its own timeout only
+                worker.start_clock(worker.tickets[0], now, self.startup_timeout)
             return
         ticket = worker.tickets[0]
         if ticket.envs is None:
@@ -298,7 +334,7 @@ class ProcessBackend(Backend):
                 for w in busy:
                     tickets = self.workers[w].tickets
                     if w not in readable and tickets and tickets[0].deadline <= now:
-                        self._fail(w, f"no answer within the step timeout of {tickets[0].timeout}s", results)
+                        self._fail(w, f"no answer within the timeout of {tickets[0].timeout}s", results)
                 if now >= end:
                     return
         except BaseException:
@@ -380,13 +416,17 @@ class ProcessBackend(Backend):
 
     def close(self, grace_s: float = 10.0) -> None:
         """Ask every idle worker to close its envs, then kill each worker's process group regardless
-        (at once for a worker still busy with jobs nobody will collect)."""
+        (at once for a worker still busy with jobs nobody will collect or still starting)."""
         if self.closed:
             return
         self.closed = True
         _LIVE_BACKENDS.discard(self)
         for worker in self.workers:
-            if worker.tickets or worker.outbox:
+            if not worker.ready and not worker.tickets:
+                self._peek_ready(worker)
+            # Busy with jobs nobody will collect, or still building its envs (it would read the
+            # close message only once they are built): nothing to wait for.
+            if worker.tickets or worker.outbox or not worker.ready:
                 kill_process_group(worker.process)
                 continue
             try:

@@ -2,7 +2,7 @@
 
 Each actor holds ``envs_per_worker`` envs in an :class:`~agentgym.vector.host.EnvHost`. Batches go
 out to every actor before any result is awaited. An actor that dies (``RayActorError``) or does not
-answer within the step timeout is killed and replaced; its envs get fault results.
+answer within the step (or reset) timeout is killed and replaced; its envs get fault results.
 
 Ray is initialised on first use if the program has not done so (``ray_init_kwargs`` are passed to
 ``ray.init``), and shut down again at ``close()`` only if this backend started it.
@@ -122,7 +122,7 @@ class RayBackend(Backend):
             for ref in list(pending):
                 w = by_ref[ref]
                 if deadlines[w] <= now:
-                    answers[w] = ("failed", f"no answer within the step timeout of {timeout}s")
+                    answers[w] = ("failed", f"no answer within the timeout of {timeout}s")
                     pending.remove(ref)
         for w, answer in answers.items():
             if answer[0] == "failed":
@@ -201,7 +201,7 @@ class RayBackend(Backend):
             # is read): the actor hangs.
             for ref, deadline in list(self.deadlines.items()):
                 if deadline <= now and ref in self.refs and ref not in done:
-                    self._settle(ref, ("failed", f"no answer within the step timeout of {self.refs[ref][2]}s"),
+                    self._settle(ref, ("failed", f"no answer within the timeout of {self.refs[ref][2]}s"),
                                  results, now)
             if now >= end:
                 break

@@ -13,7 +13,8 @@ What it adds to Gymnasium's ``VectorEnv`` contract (docs/vector.md has the long 
   observation; stepping it again is a no-op (reward 0, flags unchanged, no engine call).
   ``reset(options={"reset_mask": mask})`` resets a subset. ``autoreset_mode`` NEXT_STEP and
   SAME_STEP behave as in Gymnasium.
-- **Faults.** A fault (the env raised, its worker died or hung past ``step_timeout``) ends that
+- **Faults.** A fault (the env raised, its worker died or hung past ``step_timeout`` or
+  ``reset_timeout``) ends that
   env's episode as truncated with ``info["error"]``; the backend restarts what it must and the
   rest of the batch is untouched.
 - **Ready-first.** Besides lockstep ``step()``, ``send(actions, env_ids)`` / ``send_reset(env_ids)``
@@ -39,6 +40,10 @@ BACKENDS = ("sync", "process", "ray")
 _SEED_SPACE = 2**31
 # Options that pick one particular task: not carried over to the automatic resets that follow.
 _ONE_EPISODE_OPTIONS = ("task_id",)
+# A reset loads a game or a task into a running engine: under a second for ALFWorld, seconds for a
+# ScienceWorld gold path, a JVM start when a faulted env is rebuilt. A minute is generous on a busy
+# machine yet does not leave a hung reset holding the batch for the startup timeout.
+DEFAULT_RESET_TIMEOUT = 60.0
 
 
 class ReadyBatch(NamedTuple):
@@ -66,7 +71,11 @@ class AgentVectorEnv(VectorEnv):
         autoreset_mode: ``AutoresetMode.DISABLED`` (default), ``NEXT_STEP`` or ``SAME_STEP``.
         step_timeout: seconds a worker may take for one batch of steps before it is killed and
             its envs truncated (``process`` and ``ray``; None waits forever).
-        startup_timeout: seconds a worker may take to build its envs, and the limit for resets.
+        reset_timeout: seconds a worker may take for one batch of resets (``process`` and ``ray``;
+            None waits forever). A worker that is still building its envs gets ``startup_timeout``
+            on top.
+        startup_timeout: seconds a worker may take to build its envs, and the limit for
+            ``call``/``get_attr``/``set_attr``.
         envs_per_worker: envs each worker process or actor holds (``process`` and ``ray``).
         mp_context: multiprocessing start method of the ``process`` backend (default ``"spawn"``).
         ray_actor_options: options for each Ray actor, e.g. ``{"num_cpus": 1}``.
@@ -84,6 +93,7 @@ class AgentVectorEnv(VectorEnv):
         env_kwargs: dict[str, Any] | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.DISABLED,
         step_timeout: float | None = 300.0,
+        reset_timeout: float | None = DEFAULT_RESET_TIMEOUT,
         startup_timeout: float | None = 600.0,
         envs_per_worker: int = 1,
         mp_context: str | None = None,
@@ -105,13 +115,15 @@ class AgentVectorEnv(VectorEnv):
             raise ValueError(f"ray_actor_options / ray_init_kwargs apply to the 'ray' backend only, not {backend!r}")
         if envs_per_worker != 1 and backend == "sync":
             raise ValueError("envs_per_worker applies to the 'process' and 'ray' backends, not 'sync'")
-        if step_timeout is not None and step_timeout <= 0:
-            raise ValueError(f"step_timeout must be positive or None, got {step_timeout}")
+        for name, value in (("step_timeout", step_timeout), ("reset_timeout", reset_timeout)):
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be positive or None, got {value}")
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.num_envs = int(num_envs)
         self.group_size = int(group_size)
         self.num_groups = self.num_envs // self.group_size
         self.step_timeout = step_timeout
+        self.reset_timeout = reset_timeout
         self.startup_timeout = startup_timeout
         self.backend_name = backend
 
@@ -254,10 +266,10 @@ class AgentVectorEnv(VectorEnv):
     def _run_resets(self, jobs: dict[int, tuple]) -> dict[int, tuple[str, dict]]:
         """Run reset jobs; a reset that faults is retried once (on a fresh worker), then raises."""
         out = {}
-        results = self.backend.run(jobs, self.startup_timeout)
+        results = self.backend.run(jobs, self.reset_timeout)
         retry = {i: jobs[i] for i, r in results.items() if r[0] == "fault"}
         if retry:
-            results.update(self.backend.run(retry, self.startup_timeout))
+            results.update(self.backend.run(retry, self.reset_timeout))
         for i, result in results.items():
             if result[0] == "fault":
                 raise RuntimeError(f"env {i} failed to reset twice: {result[1]}\n{result[2] if len(result) > 2 else ''}")
@@ -286,9 +298,8 @@ class AgentVectorEnv(VectorEnv):
                 job = self._job_for(i, actions[i])
                 if job is not None:
                     jobs[i] = job
-        has_resets = any(job[0] == "reset" for job in jobs.values())
         try:
-            results = self.backend.run(jobs, self._timeout_for(has_resets)) if jobs else {}
+            results = self.backend.run(jobs, self._timeout_for(jobs)) if jobs else {}
         except BaseException:
             # Interrupted mid-batch: the envs involved are in an unknown state; they wait for reset.
             for i in jobs:
@@ -335,10 +346,11 @@ class AgentVectorEnv(VectorEnv):
             return None
         return ("step", action)
 
-    def _timeout_for(self, has_resets: bool) -> float | None:
-        if has_resets and self.startup_timeout is not None and self.step_timeout is not None:
-            return max(self.step_timeout, self.startup_timeout)
-        return self.step_timeout
+    def _timeout_for(self, jobs: dict[int, tuple]) -> float | None:
+        """The timeout of a batch of jobs: a batch that mixes steps and resets (autoreset) gets the
+        longer of the two."""
+        timeouts = {self.reset_timeout if job[0] == "reset" else self.step_timeout for job in jobs.values()}
+        return None if None in timeouts else max(timeouts, default=self.step_timeout)
 
     def _take_step(self, i: int, result: tuple) -> tuple[str, float, bool, bool, dict]:
         """Record env ``i``'s step result (a fault truncates the episode with ``info["error"]``)."""
@@ -468,8 +480,7 @@ class AgentVectorEnv(VectorEnv):
     def _submit(self, jobs: dict[int, tuple]) -> None:
         if not jobs:
             return
-        has_resets = any(job[0] == "reset" for job in jobs.values())
-        self.backend.submit(jobs, self._timeout_for(has_resets), ready_first=True)
+        self.backend.submit(jobs, self._timeout_for(jobs), ready_first=True)
         for i, job in jobs.items():
             self._kinds[i] = job
 

@@ -73,6 +73,7 @@ def worker_main(
     except OSError:  # already a group leader
         pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # the parent starts workers with it blocked
     # With the fork start method the worker inherits the parent's ends of other workers' pipes;
     # closing them keeps end-of-file detection working for those workers.
     for other in inherited_conns or ():

@@ -185,6 +185,8 @@ def measure(data_path: str | None = None, split: str = "train", num_games: int =
 
 
 def main(argv: list[str] | None = None) -> int:
+    from agentgym.extras import require_for_script
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-path", default=None, help="official-layout data root (default: generate games)")
     ap.add_argument("--split", default="train")
@@ -192,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--envs-for-memory", type=int, default=3)
     args = ap.parse_args(argv)
+    require_for_script(["alfworld", "textworld"], "bench", "benchmarks/overhead/alfworld.py")
     result = measure(args.data_path, args.split, args.games, args.repeats, args.envs_for_memory)
     json.dump(result, sys.stdout, indent=2)
     print()

@@ -126,11 +126,14 @@ def measure(tasks=DEFAULT_TASKS, repeats: int = 2, variation: int = 0) -> dict:
 
 
 def main() -> None:
+    from agentgym.extras import require_for_script
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", default=",".join(DEFAULT_TASKS), help="comma-separated task names")
     ap.add_argument("--repeats", type=int, default=2, help="timed passes over the tasks (after one warm-up)")
     ap.add_argument("--variation", type=int, default=0)
     a = ap.parse_args()
+    require_for_script(["scienceworld", "psutil"], "bench", "benchmarks/overhead/scienceworld.py")
     print(json.dumps(measure(tuple(a.tasks.split(",")), a.repeats, a.variation), indent=2))
 
 

@@ -3,8 +3,10 @@
 ``inc`` adds one; the episode terminates when the count reaches the target (2..5, so episodes in a
 batch end at different steps). The observation carries a random word drawn from the seed, so two
 envs agree on observations only if they got the same seed. Fault hooks for the tests: ``!raise``
-raises inside the env, ``!hang`` sleeps far past any step timeout, ``!slow`` sleeps 0.3 s;
-``engine_process=True`` starts a child process the way an engine-backed env does.
+raises inside the env, ``!hang`` sleeps far past any step timeout, ``!slow`` sleeps 0.3 s; a
+reset with ``task_id="hang"`` sleeps far past any reset timeout; ``build_delay`` seconds pass before
+the env is built, as while an engine loads; ``engine_process=True`` starts a child process the way
+an engine-backed env does.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ class CountingEnv(AgentEnv):
     prs_base = EMBODIED_PRS
     format_hint = "Answer with inc."
 
-    def __init__(self, max_turns: int = 8, step_delay: float = 0.0, engine_process: bool = False, **kwargs):
+    def __init__(self, max_turns: int = 8, step_delay: float = 0.0, engine_process: bool = False,
+                 build_delay: float = 0.0, **kwargs):
+        time.sleep(build_delay)
         super().__init__(max_turns=max_turns, **kwargs)
         self.step_delay = step_delay
         # Stands in for an engine process (a ScienceWorld JVM): a child the env starts and owns.
@@ -37,6 +41,8 @@ class CountingEnv(AgentEnv):
         return "Count up to the target by sending inc."
 
     def _start(self, options):
+        if options.get("task_id") == "hang":
+            time.sleep(3600)
         if "task_id" in options:
             self.target = int(options["task_id"].split("-")[1])
         else:

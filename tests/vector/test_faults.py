@@ -105,19 +105,29 @@ def test_close_leaves_no_worker_or_engine_process(fixture_id):
     assert wait_gone(spawned)
 
 
-def _run_script(body: str) -> subprocess.Popen:
+def _ignore_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run_script(body: str, setup: str = "", vec_kwargs: str = "") -> subprocess.Popen:
+    """A parent program in its own session, started the way a background job of a non-interactive
+    shell is (``pytest &``): with SIGINT ignored. Its first line gives it what a program started
+    from a terminal has, Python's KeyboardInterrupt on SIGINT, so the tests hold however the suite
+    itself was launched."""
     script = textwrap.dedent(f"""
-        import sys, time
+        import signal, sys, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         sys.path.insert(0, {str(HERE)!r})
         import conftest
         from agentgym.vector import make_vec
         if __name__ == "__main__":
+    """) + textwrap.indent(textwrap.dedent(setup or """
             vec = make_vec(conftest.FIXTURE_ID, 2, backend="process", engine_process=True)
             vec.reset(seed=0)
             print(" ".join(str(p) for p in vec.worker_pids()), flush=True)
-    """) + textwrap.indent(textwrap.dedent(body), "    ")
-    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    """), "    ") + textwrap.indent(textwrap.dedent(body), "    ")
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True, preexec_fn=_ignore_sigint)
 
 
 @pytest.mark.slow
@@ -129,6 +139,52 @@ def test_ctrl_c_in_the_parent_leaves_no_workers_or_engines():
     os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C: the foreground group
     proc.wait(timeout=30)
     assert wait_gone(tree)
+
+
+def _children_appear(proc: subprocess.Popen, count: int, within: float = 30.0) -> set[int]:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        children = process_tree([proc.pid]) - {proc.pid}
+        if len(children) >= count:
+            return children
+        time.sleep(0.01)
+    raise AssertionError(f"{count} workers did not start within {within}s")
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_workers_build_their_envs_exits_at_once_and_leaves_nothing():
+    setup = """
+        print("starting", flush=True)
+        vec = make_vec(conftest.FIXTURE_ID, 2, backend="process", engine_process=True, build_delay=60)
+    """
+    proc = _run_script("", setup=setup)
+    proc.stdout.readline()
+    workers = _children_appear(proc, 2)
+    time.sleep(0.5)  # the workers have left the parent's group and are building their envs
+    start = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(timeout=30)
+    # Nothing to close gracefully in a worker that has no envs yet: it is killed, not waited for.
+    assert time.monotonic() - start < 5
+    assert wait_gone(workers)
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_spawned_workers_start_reaches_the_parent_only():
+    setup = """
+        print("starting", flush=True)
+        vec = make_vec(conftest.FIXTURE_ID, 2, backend="process", mp_context="spawn", build_delay=60)
+    """
+    proc = _run_script("", setup=setup)
+    proc.stdout.readline()
+    workers = _children_appear(proc, 3)  # multiprocessing's resource tracker and two workers
+    time.sleep(0.1)  # the workers are importing, still in the parent's process group
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGINT
+    # One traceback, the parent's; a worker that got the Ctrl-C would print its own.
+    assert stderr.count("KeyboardInterrupt") == 1, stderr
+    assert wait_gone(workers)
 
 
 @pytest.mark.slow
@@ -174,4 +230,36 @@ def test_ctrl_c_during_a_step_leaves_the_vector_env_usable(fixture_id):
     assert all(o.startswith("Count to") for o in obs)
     obs, _, _, truncated, _ = vec.step(["inc", "inc"])
     assert all(o.startswith("Count: 1.") for o in obs) and not truncated.any()
+    vec.close()
+
+
+def test_a_hung_reset_is_given_up_after_the_reset_timeout_not_the_startup_timeout(fixture_id):
+    vec = make_vec(fixture_id, 2, backend="process", reset_timeout=1.0)
+    assert vec.startup_timeout == 600.0
+    hung = vec.worker_pids()[1]
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="env 1 failed to reset twice: no answer within the timeout of 1.0s"):
+        vec.reset(seed=0, options={"group_options": [{"task_id": "count-3"}, {"task_id": "hang"}]})
+    # Two tries of 1 s each, the second on a fresh worker once it has built its env.
+    assert time.monotonic() - start < 10
+    assert wait_gone([hung]) and vec.restarts == 2
+    obs, _ = vec.reset(seed=0, options={"task_id": "count-3"})  # both envs play on
+    assert all(o.startswith("Count to 3.") for o in obs)
+    vec.close()
+
+
+def test_a_hung_reset_through_recv_truncates_its_env_only(fixture_id):
+    vec = make_vec(fixture_id, 2, backend="process", reset_timeout=1.0)
+    start = time.monotonic()
+    vec.send_reset(seed=0, options={"group_options": [{"task_id": "count-3"}, {"task_id": "hang"}]})
+    batch = vec.recv(min_envs=2)
+    assert time.monotonic() - start < 10
+    assert batch.resets.tolist() == [True, False] and batch.truncated.tolist() == [False, True]
+    assert "reset failed twice: no answer within the timeout of 1.0s" in batch.infos["error"][1]
+    vec.close()
+
+
+def test_the_default_reset_timeout_is_tens_of_seconds(fixture_id):
+    vec = make_vec(fixture_id, 1, backend="process")
+    assert 10 <= vec.reset_timeout <= 120 and vec.reset_timeout < vec.startup_timeout
     vec.close()

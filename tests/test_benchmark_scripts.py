@@ -1,0 +1,82 @@
+"""Benchmark scripts: the ``bench`` extra covers their imports, and a missing one stops them at once."""
+
+import ast
+import importlib.metadata
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+
+
+def _imported_modules() -> set[str]:
+    local = {p.stem for p in BENCHMARKS.rglob("*.py")}
+    names = set()
+    for path in BENCHMARKS.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return {n for n in names if n not in sys.stdlib_module_names and n not in local and n != "agentgym"}
+
+
+def _requirement_names(extra: str) -> set[str]:
+    """Distributions the package and ``extra`` install, following the extra's own ``agentgym[...]``."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names, todo, seen = set(), [None, extra], set()
+    while todo:
+        group = todo.pop()
+        if group in seen:
+            continue
+        seen.add(group)
+        for req in project["dependencies"] if group is None else project["optional-dependencies"][group]:
+            name, extras = re.match(r"([A-Za-z0-9_.-]+)(?:\[([^\]]*)\])?", req).groups()
+            if name == "agentgym":
+                todo += [e.strip() for e in extras.split(",")]
+            else:
+                names.add(re.sub(r"[-_.]+", "-", name).lower())
+    return names
+
+
+def test_the_bench_extra_installs_every_module_the_benchmarks_import():
+    provided = importlib.metadata.packages_distributions()
+    required = _requirement_names("bench")
+    modules = _imported_modules()
+    assert {"psutil", "matplotlib", "torch", "trl"} <= modules
+    uncovered = {m for m in modules
+                 if not {re.sub(r"[-_.]+", "-", d).lower() for d in provided.get(m, [m])} & required}
+    assert not uncovered, f"imported by benchmarks/ but not installed by [bench]: {sorted(uncovered)}"
+
+
+def _run_without(module: str, script: str, *argv: str) -> subprocess.CompletedProcess:
+    """Run a benchmark script as `python script ...` would, with ``module`` unimportable."""
+    code = (f"import runpy, sys; sys.modules[{module!r}] = None; sys.argv = [{script!r}, *{list(argv)!r}]; "
+            f"runpy.run_path({script!r}, run_name='__main__')")
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("script, module", [
+    ("benchmarks/engine_overhead.py", "psutil"),
+    ("benchmarks/vector_throughput.py", "matplotlib"),
+    ("benchmarks/overhead/scienceworld.py", "psutil"),
+    ("benchmarks/trainer_throughput.py", "transformers"),
+])
+def test_a_benchmark_missing_a_module_stops_before_measuring_and_names_the_extra(tmp_path, script, module):
+    out = tmp_path / "results"
+    argv = {"benchmarks/engine_overhead.py": ["--out", str(out / "overhead.json")],
+            "benchmarks/vector_throughput.py": ["--envs", "ToolQA-v0", "--sizes", "1", "--seconds", "0.2",
+                                                "--out", str(out)],
+            "benchmarks/overhead/scienceworld.py": ["--tasks", "boil", "--repeats", "1"],
+            "benchmarks/trainer_throughput.py": ["--skip-trl", "--workdir", str(tmp_path / "work")]}[script]
+    proc = _run_without(module, script, *argv)
+    assert proc.returncode == 1
+    assert f"{script} needs {module}, which is not installed" in proc.stderr
+    assert 'pip install "agentgym[bench]"' in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stdout == "" and not list(tmp_path.rglob("*.json"))  # nothing was measured
+
