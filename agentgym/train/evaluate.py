@@ -61,6 +61,27 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
     """The module docstring as written, and every option's default."""
 
 
+def trained_env_kwargs(model_dir: str, env_id: str) -> dict[str, Any]:
+    """The env kwargs a trainer checkpoint was trained with on ``env_id`` (reward mode aside), or
+    the per-env defaults the trainers use when the directory holds no such record."""
+    import os
+
+    from agentgym.train.config import default_env_kwargs
+
+    state = os.path.join(str(model_dir), "trainer_state.pt")
+    if os.path.isfile(state):
+        import torch
+
+        env = torch.load(state, map_location="cpu", weights_only=False).get("extra", {}).get("config", {}).get("env", {})
+        if env.get("env_id") == env_id:
+            from agentgym.train.config import EnvConfig
+
+            kwargs = EnvConfig(env_id=env_id, env_kwargs=env.get("env_kwargs")).kwargs()
+            kwargs.pop("reward_mode", None)
+            return kwargs
+    return default_env_kwargs(env_id)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agentgym eval", description=__doc__, formatter_class=_HelpFormatter)
     parser.add_argument("--model", required=True,
@@ -68,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--api-key", default=None, help="bearer token for --base-url")
     parser.add_argument("--env-id", default="ToolQA-v0", help="registered env id (`agentgym list`)")
-    parser.add_argument("--env-kwargs", default="", help="JSON object of env keyword arguments")
+    parser.add_argument("--env-kwargs", default=None,
+                        help="JSON object of env keyword arguments (default: those the checkpoint was trained with, "
+                             "else the env's defaults as the trainers use them)")
     parser.add_argument("--split", default="test", help="env split (empty string: the env's default)")
     parser.add_argument("--num-episodes", type=int, default=64, help="episodes to play")
     parser.add_argument("--batch-size", type=int, default=16, help="episodes played at once")
@@ -99,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         if device == "cpu":
             torch.set_num_threads(1)
         policy = HFPolicy(load_model(path, device, trainable=False), load_tokenizer(path), sampling)
-    result = evaluate(policy, args.env_id, parse_env_kwargs(args.env_kwargs), args.split or None,
+    env_kwargs = (parse_env_kwargs(args.env_kwargs) if args.env_kwargs is not None
+                  else trained_env_kwargs(args.model, args.env_id))
+    result = evaluate(policy, args.env_id, env_kwargs, args.split or None,
                       args.num_episodes, args.batch_size, args.seed, sampling, args.window, args.prs_stage)
     print(f"{args.env_id} [{result['split']}] {result['num_episodes']} episodes: "
           f"success {result['success_rate']:.3f}  PRS return {result['prs_return']:.3f}")

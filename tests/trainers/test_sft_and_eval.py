@@ -62,3 +62,20 @@ def test_evaluate_through_an_openai_compatible_endpoint(chat_server):
     result = evaluate(policy, "ToolQA-v0", json.loads(TOOLQA_SMALL), "test", num_episodes=4, batch_size=2)
     assert result["terms"]["format"] == 1.0 and result["turns"] == 2.0
     assert result["success_rate"] == 0.0 and 0.1 <= result["prs_return"] < 1.0
+
+
+def test_eval_cli_plays_with_the_env_kwargs_the_checkpoint_was_trained_with(tmp_path):
+    from agentgym.train.config import TrainConfig
+    from agentgym.train.evaluate import trained_env_kwargs
+    from agentgym.train.loop import train
+
+    train(build(TrainConfig, env_kwargs='{"question_kinds": ["single_hop"], "max_turns": 1}', num_steps=1,
+                num_groups=1, group_size=2, max_new_tokens=4, cold_start_steps=0, eval_episodes=0, progress=False,
+                quiet=True, tensorboard=False, output_dir=str(tmp_path)))
+    ckpt = str(tmp_path / "checkpoints" / "step_1")
+    assert trained_env_kwargs(ckpt, "ToolQA-v0") == {"question_kinds": ["single_hop"], "max_turns": 1}
+    assert trained_env_kwargs(ckpt, "ALFWorld-v0") == {}
+    out = tmp_path / "r.json"
+    assert cli_main(["eval", "--model", ckpt, "--num-episodes", "2", "--batch-size", "2", "--max-new-tokens", "4",
+                     "--output", str(out)]) == 0
+    assert json.loads(out.read_text())["turns"] == 1.0
