@@ -1,12 +1,17 @@
 """The trainer core every script in ``trainers/`` shares.
 
-- :mod:`~agentgym.train.envs`: the grouped env batch the rollout drives (a list of envs or ``make_vec``).
-- :mod:`~agentgym.train.rollout`: play grouped episodes with a policy, keeping every token.
-- :mod:`~agentgym.train.chat`: the ``concat`` and ``window`` token layouts.
-- :mod:`~agentgym.train.samples`: episodes -> training samples (ids, loss mask, advantage).
-- :mod:`~agentgym.train.advantages`: GRPO / Dr. GRPO advantages and the advantage-transform hook.
-- :mod:`~agentgym.train.loss`: token-level PPO-clip with k3 KL.
-- :mod:`~agentgym.train.update`: forward passes and one optimizer step.
+- :mod:`~agentgym.train.config`: every trainer's settings, nested dataclasses parsed by ``tyro``.
+- :mod:`~agentgym.train.loop`: the RL loop (``train(config, extensions)``).
+- :mod:`~agentgym.train.collector`, :mod:`~agentgym.train.rollout`, :mod:`~agentgym.train.envs`:
+  play grouped episodes with a policy, keeping every token.
+- :mod:`~agentgym.train.tasks`: the task stream, kept apart from the cold start's tasks.
+- :mod:`~agentgym.train.chat`, :mod:`~agentgym.train.samples`: the ``concat`` and ``window`` layouts.
+- :mod:`~agentgym.train.advantages`, :mod:`~agentgym.train.loss`, :mod:`~agentgym.train.update`:
+  GRPO advantages, PPO-clip / CISPO with k3 KL, one optimizer step.
+- :mod:`~agentgym.train.hooks`, :mod:`~agentgym.train.extensions`: how VSPO, GiGPO, DAPO and GCD
+  plug in; their math in :mod:`~agentgym.train.vspo`, :mod:`~agentgym.train.gigpo`,
+  :mod:`~agentgym.train.dapo` and :mod:`~agentgym.train.gcd`.
+- :mod:`~agentgym.train.sft`, :mod:`~agentgym.train.expert`: the SFT cold start.
 - :mod:`~agentgym.train.checkpoint`, :mod:`~agentgym.train.metrics`: exact resume and logging.
 
 Importing this package does not import torch; the modules that need it do.
