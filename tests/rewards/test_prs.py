@@ -73,3 +73,18 @@ def test_schedules():
     assert restored.stage_at(0) == 2.0
     with pytest.raises(ValueError):
         PRSSchedule(TOOLQA_PRS, kind="cosine")
+
+
+def test_threshold_schedule_advances_on_the_current_stages_gate_not_the_format_gate():
+    from agentgym.rewards.prs import TOOLQA_PRS, PRSSchedule, stage_pass_rate
+
+    schedule = PRSSchedule(TOOLQA_PRS, kind="threshold", threshold=0.8)
+    batch = [{"format": 1.0, "tool": 0.5, "answer": 0.0}] * 10   # everyone parses; no search found the answer
+    stages = []
+    for _ in range(5):
+        stage = schedule.stage_at(0)
+        stages.append(schedule.update(stage_pass_rate(batch, TOOLQA_PRS, stage)))
+    # the format gate passes once (stage 0 -> 1); the tool gate never does, so the stage stays 1
+    assert stages == [1.0, 1.0, 1.0, 1.0, 1.0]
+    batch = [{"format": 1.0, "tool": 1.0, "answer": 0.0}] * 10
+    assert schedule.update(stage_pass_rate(batch, TOOLQA_PRS, schedule.stage_at(0))) == 2.0
