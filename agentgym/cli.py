@@ -7,6 +7,7 @@
     agentgym alfworld-generate ...     write ALFWorld-style games in the official layout
     agentgym eval ...                  evaluate a checkpoint or endpoint on an env's split
     agentgym tiny-model ...            build the tiny test model (random weights, trained tokenizer)
+    agentgym leaderboard ...           score agents on every task of env splits (resumable run directory)
 
 Subcommands that belong to one part of the package live there as ``main(argv)``; this file only
 dispatches, so ``agentgym list`` never imports torch or an engine.
@@ -25,6 +26,7 @@ EXTERNAL = {
     "alfworld-generate": "agentgym.envs.alfworld.generate:main",
     "eval": "agentgym.train.evaluate:main",
     "tiny-model": "agentgym.agents.tiny:main",
+    "leaderboard": "agentgym.leaderboard.cli:main",
 }
 
 
