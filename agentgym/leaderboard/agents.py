@@ -45,6 +45,8 @@ class EpisodeView:
     """The env's latest info (``admissible_actions``, ``expert_action``, ``instruction`` ...)."""
     rng: np.random.Generator = field(default_factory=np.random.default_rng)
     """This episode's own random stream, seeded from its key, so a resumed run replays it."""
+    task_type: str = ""
+    """The task's type on the board (ALFWorld type, ScienceWorld task, question kind or data set)."""
 
     def messages(self, window: int | None = None) -> list[dict]:
         """The chat history in the layout evaluation and training share."""
@@ -133,8 +135,9 @@ class PolicyAgent(Agent):
                  max_context: int | None = None, stamp: dict[str, Any] | None = None):
         self.policy, self.name, self.sampling, self.window = policy, name, sampling, window
         tokenizer = getattr(policy, "tokenizer", None)
-        if max_context is None and getattr(policy, "model", None) is not None:
-            max_context = getattr(policy.model.config, "max_position_embeddings", None)
+        if max_context is None:
+            config = getattr(getattr(policy, "model", None), "config", None)  # HF models only
+            max_context = getattr(config, "max_position_embeddings", None)
         self.tokenizer, self.max_context = tokenizer, max_context
         self._stamp = dict(stamp or {})
 

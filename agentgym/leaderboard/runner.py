@@ -162,7 +162,8 @@ def run_block(block: Block, agent, run_dir: RunDir, cfg: RunnerConfig) -> int:
                                            info.get("system_prompt", ""), [obs], [], info,
                                            np.random.default_rng(episode_seed(block.env, block.split,
                                                                               run.task["task_id"], run.repeat,
-                                                                              block.agent)))
+                                                                              block.agent)),
+                                           task_type=run.task["task_type"])
                     run.max_turns = info.get("max_turns")
                     ready.append(i)
                     continue
