@@ -1,8 +1,8 @@
 """Calling an agent so that whatever it does costs only its own episodes.
 
 An agent may raise, hang, or return something that is not one action per episode. Each call runs
-in a daemon thread with a time limit (a hung agent cannot be stopped, but the board stops waiting
-and the thread dies with the process). A batch call that fails is retried one episode at a time,
+on the agent's own daemon thread with a time limit (a hung agent cannot be stopped, but the board
+stops waiting, gives the agent a fresh thread, and the stuck one dies with the process). A batch call that fails is retried one episode at a time,
 so one poisoned prompt does not take its batch-mates with it; an episode whose call fails again,
 times out or returns garbage ends as an ``agent_error``. A failure that says the prompt is longer
 than the model's context ends it as ``context_limit`` instead.
@@ -10,6 +10,7 @@ than the model's context ends it as ``context_limit`` instead.
 
 from __future__ import annotations
 
+import queue
 import re
 import threading
 from dataclasses import dataclass
@@ -27,19 +28,37 @@ class Failure:
     message: str
 
 
-def _with_timeout(fn: Callable[[], Any], timeout: float | None) -> Any:
+class _Worker:
+    """One long-lived daemon thread that runs agent calls, so a call costs a queue hand-off rather
+    than a thread start (a scripted agent is called once per env step)."""
+
+    def __init__(self):
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._serve, daemon=True, name="leaderboard-agent").start()
+
+    def _serve(self):
+        while True:
+            fn, box, done = self.jobs.get()
+            try:
+                box["value"] = fn()
+            except BaseException as e:  # noqa: BLE001  an agent's failure is data here
+                box["error"] = e
+            done.set()
+
+
+_workers: dict[int, _Worker] = {}
+
+
+def _with_timeout(fn: Callable[[], Any], timeout: float | None, owner: object = None) -> Any:
+    worker = _workers.get(id(owner))
+    if worker is None:
+        worker = _workers[id(owner)] = _Worker()
     box: dict[str, Any] = {}
-
-    def run():
-        try:
-            box["value"] = fn()
-        except BaseException as e:  # noqa: BLE001  an agent's failure is data here
-            box["error"] = e
-
-    thread = threading.Thread(target=run, daemon=True, name="leaderboard-agent")
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
+    done = threading.Event()
+    worker.jobs.put((fn, box, done))
+    if not done.wait(timeout):
+        # The thread is stuck in the agent: leave it (it dies with the process) and use a new one.
+        _workers.pop(id(owner), None)
         raise TimeoutError(f"the agent did not answer within {timeout:g} s")
     if "error" in box:
         raise box["error"]
@@ -66,7 +85,7 @@ def call_agent(agent, episodes: Sequence, timeout: float | None) -> list[tuple[s
     """One entry per episode: ``(action, generated tokens)`` or a :class:`Failure`."""
     episodes = list(episodes)
     try:
-        out = _with_timeout(lambda: agent.act(episodes), timeout)
+        out = _with_timeout(lambda: agent.act(episodes), timeout, agent)
     except TimeoutError as e:
         return [Failure("agent_error", str(e))] * len(episodes)  # retrying would wait as long again
     except BaseException as e:  # noqa: BLE001
