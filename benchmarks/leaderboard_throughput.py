@@ -9,6 +9,11 @@ worker start-up and the JSONL writes included. The two alternate for ``--rounds`
 load from other programs on a shared machine falls on both alike; the ratio of the medians is the
 number to read: above 1 the board is bound by the engines, not by its own code.
 
+On a shared machine the cores other programs leave free set the ceiling of any speed-up, so each
+round also measures it: the same pure-Python work done ``--workers`` times in a row and by a pool
+of ``--workers`` processes at once (``cpu_ceiling``). A board ratio near the ceiling means the board
+uses what the machine gives it.
+
     python benchmarks/leaderboard_throughput.py                   # ALFWorld, 16 episodes, 3 rounds
     python benchmarks/leaderboard_throughput.py --episodes 24 --workers 4 --max-turns 20
 
@@ -21,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import tempfile
 import time
@@ -60,6 +66,33 @@ def one_env_loop(env_id: str, split: str, tasks, env_kwargs: dict) -> int:
     return steps
 
 
+def _cpu(who) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _burn(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
+def cpu_ceiling(workers: int, n: int = 4_000_000) -> float:
+    """The speed-up ``workers`` processes get over one on this machine right now (pure CPU work)."""
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(workers) as pool:
+        pool.map(_burn, [1000] * workers)  # start the pool outside the timing
+        t = time.perf_counter()
+        pool.map(_burn, [n] * workers)
+        parallel = time.perf_counter() - t
+    t = time.perf_counter()
+    for _ in range(workers):
+        _burn(n)
+    return (time.perf_counter() - t) / parallel
+
+
 def board(env_id: str, split: str, tasks, env_kwargs: dict, workers: int) -> int:
     block = Block("random", env_id, split, [{"task_id": t.task_id, "task_type": t.task_type, "options": t.options}
                                             for t in tasks], 1, env_kwargs)
@@ -83,15 +116,24 @@ def main() -> None:
     env_kwargs = {"split": args.split, "max_turns": args.max_turns}
     tasks = enumerate_tasks(args.env, args.split, env_kwargs, limit=args.episodes)
     times: dict[str, list[float]] = {"loop": [], "board": []}
-    steps = {}
+    steps, ceilings, cpu = {}, [], {"loop": [], "board_main": [], "board_workers": []}
     for r in range(args.rounds):
+        ceilings.append(cpu_ceiling(args.workers))
+        print(f"round {r} cpu ceiling: {ceilings[-1]:.2f}x", flush=True)
         for mode in ("loop", "board") if r % 2 == 0 else ("board", "loop"):
+            own, children = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN)
             t = time.perf_counter()
             if mode == "loop":
                 steps[mode] = one_env_loop(args.env, args.split, tasks, env_kwargs)
             else:
                 steps[mode] = board(args.env, args.split, tasks, env_kwargs, args.workers)
             times[mode].append(time.perf_counter() - t)
+            own, children = _cpu(resource.RUSAGE_SELF) - own, _cpu(resource.RUSAGE_CHILDREN) - children
+            if mode == "loop":
+                cpu["loop"].append(own)
+            else:  # the board's own process vs its env workers: where the time goes
+                cpu["board_main"].append(own)
+                cpu["board_workers"].append(children)
             print(f"round {r} {mode:5s}: {len(tasks) / times[mode][-1]:.2f} episodes/s "
                   f"({steps[mode]} steps in {times[mode][-1]:.1f} s)", flush=True)
     if steps["loop"] != steps["board"]:
@@ -100,12 +142,16 @@ def main() -> None:
     result = {"env": args.env, "split": args.split, "episodes": len(tasks), "steps": steps["loop"],
               "workers": args.workers, "max_turns": args.max_turns, "rounds": args.rounds,
               "episodes_per_s": eps, "ratio": eps["board"] / eps["loop"], "seconds": times,
+              "cpu_ceiling": statistics.median(ceilings), "cpu_ceilings": ceilings,
+              "cpu_seconds": {k: statistics.median(v) for k, v in cpu.items()},
               "cpus": os.cpu_count(), "load_avg": os.getloadavg(), "python": platform.python_version()}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "leaderboard_throughput.json"), "w") as f:
         json.dump(result, f, indent=1)
+    print("CPU seconds (median): " + ", ".join(f"{k} {v:.1f}" for k, v in result["cpu_seconds"].items()))
     print(f"loop {eps['loop']:.2f} episodes/s, board on {args.workers} process workers {eps['board']:.2f} "
-          f"episodes/s: {result['ratio']:.2f}x (load average {result['load_avg'][0]:.1f} on {result['cpus']} cpus)")
+          f"episodes/s: {result['ratio']:.2f}x; the machine's ceiling now: {result['cpu_ceiling']:.2f}x "
+          f"(load average {result['load_avg'][0]:.1f} on {result['cpus']} cpus)")
 
 
 if __name__ == "__main__":

@@ -59,7 +59,10 @@ def git_commit() -> str | None:
 def code_stamps() -> dict[str, Any]:
     import agentgym
 
-    return {"agentgym_version": agentgym.__version__, "git_commit": git_commit(), "engines": engine_versions()}
+    engines = engine_versions()
+    off_pin = {k: v for k, v in engines.items() if v is not None and v != VALIDATED_ENGINES[k]}
+    return {"agentgym_version": agentgym.__version__, "git_commit": git_commit(), "engines": engines,
+            "engines_off_pin": off_pin}
 
 
 def chat_template_hash(tokenizer) -> str | None:
