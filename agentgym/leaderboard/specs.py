@@ -74,7 +74,7 @@ def make_agent(spec: str, env_ids=("ToolQA-v0",), options: ModelOptions | None =
         path = body[len("vllm:"):]
         policy = VLLMPolicy(path, sampling=sampling)
         agent = PolicyAgent(policy, name, sampling, options.window, stamp=_checkpoint_stamp(path, policy.tokenizer))
-    elif body.startswith("tiny") or os.path.isdir(body):
+    elif body == "tiny" or (body.startswith("tiny-") and ":" not in body) or os.path.isdir(body):
         agent = _hf_agent(name, body, env_ids, sampling, options)
     elif _CLASS.match(body):
         module, _, cls_name = body.partition(":")
