@@ -121,11 +121,18 @@ def _write_json(path: str, data: Any) -> None:
     os.replace(tmp, path)
 
 
+def _played_with(stamps: dict) -> dict:
+    """The stamps that say how episodes were played (not which tasks a run happened to pick)."""
+    return {k: v for k, v in stamps.items() if k not in ("task_list_hash", "merged_stamps", "earlier_stamps")}
+
+
 def merge(sources: list[str], out: str) -> RunDir:
     """Union the blocks of several run directories into ``out``.
 
     Blocks with the same agent, env and split are one block: their tasks are unioned (first
-    occurrence order) and their episodes too (an episode played in two runs keeps the first)."""
+    occurrence order) and their episodes too (an episode played in two runs keeps the first). A
+    block played with other stamps (another commit, engine or sampling) is kept under
+    ``stamps["merged_stamps"]`` so the merged row says it mixes them."""
     target = RunDir(out)
     merged: dict[str, tuple[Block, dict[str, dict]]] = {}
     for src in sources:
@@ -136,6 +143,11 @@ def merge(sources: list[str], out: str) -> RunDir:
                 merged[block.slug] = (block, dict(episodes))
                 continue
             have, have_eps = merged[block.slug]
+            if _played_with(block.stamps) != _played_with(have.stamps):
+                # Rows merged from different code, engines or agent settings say so.
+                others = have.stamps.setdefault("merged_stamps", [])
+                if block.stamps not in others:
+                    others.append(block.stamps)
             known = {t["task_id"] for t in have.tasks}
             have.tasks += [t for t in block.tasks if t["task_id"] not in known]
             have.repeats = max(have.repeats, block.repeats)

@@ -102,6 +102,15 @@ def test_repeats_merge_and_the_command_line(tmp_path, capsys):
         assert merged[key] == pytest.approx(single[key]), key
     assert sorted(merged["by_task_type"]) == sorted(single["by_task_type"])
     assert "| random |" in capsys.readouterr().out
+    assert "merged_stamps" not in merged["stamps"]
+    # a run from other code merges too, and its row says so
+    block_file = os.path.join(b, "blocks", "random__ToolQA-v0__test.json")
+    block = json.load(open(block_file))
+    block["stamps"]["git_commit"] = "0" * 40
+    json.dump(block, open(block_file, "w"))
+    assert cli_main(["leaderboard", "merge", a, b, "--out", str(tmp_path / "mixed")]) == 0
+    mixed = json.load(open(tmp_path / "mixed" / "summary.json"))[0]
+    assert [s["git_commit"] for s in mixed["stamps"]["merged_stamps"]] == ["0" * 40]
 
 
 def test_search_r1_files_are_scored_per_data_set(tmp_path):
