@@ -24,7 +24,7 @@ from dataclasses import asdict
 
 from agentgym.leaderboard.report import chart, markdown
 from agentgym.leaderboard.runner import RunnerConfig, run_block
-from agentgym.leaderboard.specs import ModelOptions, make_agent
+from agentgym.leaderboard.specs import ModelOptions, make_agent, split_name
 from agentgym.leaderboard.stamps import code_stamps, task_list_hash
 from agentgym.leaderboard.stats import summarize
 from agentgym.leaderboard.store import Block, RunDir, merge
@@ -158,7 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     env_kwargs = json.loads(args.env_kwargs) if args.env_kwargs else {}
     if not isinstance(env_kwargs, dict):
         p.error("--env-kwargs must be a JSON object")
-    if args.device == "cpu":
+    scripted = ("expert", "random")
+    if args.device == "cpu" and any(split_name(a)[1] not in scripted and ":" not in split_name(a)[1]
+                                    for a in args.agents):
         try:
             import torch
 
