@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from agentgym.leaderboard.stamps import task_list_hash
-from agentgym.leaderboard.store import Block, episode_key
+from agentgym.leaderboard.store import Block
 
 OUTCOMES = ("solved", "failed", "turn_limit", "context_limit", "invalid_format", "env_error", "agent_error")
 ROW_FIELDS = ("agent", "env", "split", "episodes", "success", "success_std", "score", "prs_return",
@@ -86,5 +86,3 @@ def missing(block: Block, episodes: dict[str, dict]) -> list[str]:
     """Keys of the block's episodes that are not finished yet."""
     return [k for k in block.keys() if k not in episodes]
 
-
-__all__ = ["OUTCOMES", "ROW_FIELDS", "summarize", "missing", "episode_key"]
