@@ -22,6 +22,7 @@ Gymnasium text environments for LLM agents.
     agentgym eval ...                  evaluate a checkpoint or endpoint on an env's split
     agentgym plot RUN_DIR ...          learning curves of training runs as a PNG
     agentgym tiny-model ...            build the tiny test model (random weights, trained tokenizer)
+    agentgym leaderboard ...           score agents on every task of env splits (resumable run directory)
 
 `agentgym COMMAND --help` describes each command.
 """
@@ -39,6 +40,7 @@ EXTERNAL = {
     "eval": "agentgym.train.evaluate:main",
     "tiny-model": "agentgym.agents.tiny:main",
     "plot": "agentgym.plot:main",
+    "leaderboard": "agentgym.leaderboard.cli:main",
 }
 
 

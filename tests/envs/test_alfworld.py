@@ -52,10 +52,11 @@ def test_generated_games_follow_the_official_layout_and_load_through_data_path(r
         traj = json.load(open(os.path.join(trial, "traj_data.json")))
         assert os.path.basename(os.path.dirname(trial)).startswith(traj["task_type"] + "-")
         assert traj["pddl_params"]["object_target"]
-    env = ALFWorldEnv(data_path=root)
+    env = ALFWorldEnv(data_path=root, split="train_all")
     assert len(env.games) == 12 and {g.task_type for g in env.games} == set(TASK_TYPES)
     # the json_2.1.1 folder itself is a valid root too, and task types filter by name or id
-    only = ALFWorldEnv(data_path=os.path.join(root, "json_2.1.1"), task_types=["look_at_obj_in_light", 4])
+    only = ALFWorldEnv(data_path=os.path.join(root, "json_2.1.1"), task_types=["look_at_obj_in_light", 4],
+                       split="train_all")
     assert {g.task_type for g in only.games} == {"look_at_obj_in_light", "pick_heat_then_place_in_recep"}
     env.close(), only.close()
 
@@ -95,7 +96,7 @@ def test_generator_is_deterministic_and_the_cli_writes_games(tmp_path, capsys):
     assert cli_main(["alfworld-generate", "--out", str(tmp_path / "cli"), "--num-games", "3", "--seed", "1",
                      "--task-types", "1,pick_two_obj_and_place"]) == 0
     assert "wrote 3 games" in capsys.readouterr().out
-    assert len(ALFWorldEnv(data_path=str(tmp_path / "cli")).games) == 3
+    assert len(ALFWorldEnv(data_path=str(tmp_path / "cli"), split="train_all").games) == 3
 
 
 def test_check_env_passes(root):

@@ -18,7 +18,7 @@ NUM_GAMES = 60
 def _solve(args):
     """Play the planner expert on some games; (task_id, solved) for each."""
     root, task_ids = args
-    env = ALFWorldEnv(data_path=root, expert=True)
+    env = ALFWorldEnv(data_path=root, split="train_all", expert=True)
     out = []
     for task_id in task_ids:
         _, info = env.reset(options={"task_id": task_id})
@@ -33,7 +33,7 @@ def _solve(args):
 @pytest.mark.slow
 def test_planner_expert_solves_95_percent_of_60_generated_games(tmp_path):
     generate(str(tmp_path), NUM_GAMES, seed=2024)
-    games = ALFWorldEnv(data_path=str(tmp_path)).games
+    games = ALFWorldEnv(data_path=str(tmp_path), split="train_all").games
     assert len(games) == NUM_GAMES
     assert Counter(g.task_type for g in games) == {t: NUM_GAMES // len(TASK_TYPES) for t in TASK_TYPES}
     ids = [g.task_id for g in games]

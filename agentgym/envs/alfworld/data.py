@@ -10,7 +10,9 @@ engine does not support, and games marked ``"solvable": false``.
 
 Split names: ``train``, ``valid_seen`` (ALFWorld's in-distribution eval) and ``valid_unseen``
 (out-of-distribution: unseen rooms). Aliases: ``valid``/``dev``/``eval_in_distribution`` mean
-``valid_seen``; ``test``/``eval_out_of_distribution`` mean ``valid_unseen``.
+``valid_seen``; ``test``/``eval_out_of_distribution`` mean ``valid_unseen``. Besides the folders:
+the evaluation levels ``L0``/``L1``/``L2`` and ``train_all`` (see
+:mod:`agentgym.envs.alfworld.levels`; ``train`` leaves the L2 task types out).
 """
 
 from __future__ import annotations
@@ -22,9 +24,13 @@ import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 
+from agentgym.envs.alfworld.levels import LEVELS, TRAIN_ALL
 from agentgym.envs.alfworld.tasks import TASK_TYPES
 
 SPLITS = ("train", "valid_seen", "valid_unseen")
+"""The split folders of the official layout."""
+ENV_SPLITS = SPLITS + (TRAIN_ALL,) + LEVELS
+"""Every split name the env takes (besides aliases)."""
 SPLIT_ALIASES = {"valid": "valid_seen", "dev": "valid_seen", "eval_in_distribution": "valid_seen",
                  "test": "valid_unseen", "eval_out_of_distribution": "valid_unseen"}
 DATA_DIR = "json_2.1.1"
@@ -46,8 +52,8 @@ class GameRecord:
 
 def canonical_split(split: str) -> str:
     name = SPLIT_ALIASES.get(split, split)
-    if name not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; use one of {SPLITS} "
+    if name not in ENV_SPLITS:
+        raise ValueError(f"unknown split {split!r}; use one of {ENV_SPLITS} "
                          f"(aliases: {', '.join(f'{k}={v}' for k, v in SPLIT_ALIASES.items())})")
     return name
 
@@ -98,7 +104,10 @@ def _index(folder: str) -> tuple[GameRecord, ...]:
 
 def find_games(root: str, split: str, task_types=TASK_TYPES) -> list[GameRecord]:
     """The playable games of a split under ``root``, sorted by task id, filtered by task type."""
-    folder = split_dir(root, canonical_split(split))
+    split = canonical_split(split)
+    if split not in SPLITS:
+        raise ValueError(f"find_games reads one split folder ({SPLITS}), not {split!r}")
+    folder = split_dir(root, split)
     if folder is None:
         return []
     return [r for r in _index(folder) if r.task_type in task_types]

@@ -7,6 +7,7 @@ from typing import Any
 
 from agentgym.envs.alfworld.data import canonical_split, find_games, resolve_data_root
 from agentgym.envs.alfworld.engine import expert_plan, has_traj_data, make_engine, require_engine
+from agentgym.envs.alfworld.levels import select_games, source_splits
 from agentgym.envs.alfworld.progress import GoalProgress
 from agentgym.envs.alfworld.tasks import normalize_task_types
 from agentgym.envs.base import AgentEnv, EngineError, Transition
@@ -76,7 +77,10 @@ class ALFWorldEnv(AgentEnv):
       ``$ALFWORLD_DATA`` when it holds the split, else the generated default set (written to
       ``$AGENTGYM_CACHE/alfworld`` or ``~/.cache/agentgym/alfworld`` on first use).
     - ``split``: ``train``, ``valid_seen`` or ``valid_unseen`` (aliases ``valid``/``dev`` for
-      ``valid_seen``, ``test`` for ``valid_unseen``). ``reset(options={"split": ...})`` overrides it.
+      ``valid_seen``, ``test`` for ``valid_unseen``); the evaluation levels ``L0``, ``L1``, ``L2``;
+      or ``train_all``. ``train`` leaves out the L2 task types (``pick_cool_then_place_in_recep``,
+      ``pick_two_obj_and_place``), ``train_all`` keeps all six (see
+      :mod:`agentgym.envs.alfworld.levels`). ``reset(options={"split": ...})`` overrides it.
     - ``task_types``: task type names or alfworld's ids 1-6 to keep (default all six).
     - ``max_turns`` (50), ``expert`` (``info["expert_action"]`` from the planner), ``reward_mode``,
       ``prs_weights``, ``tau_fmt``, ``prs_stage``, ``render_mode`` (``"ansi"``): see ``AgentEnv``.
@@ -85,7 +89,8 @@ class ALFWorldEnv(AgentEnv):
     observations); ``options={"task_id": ...}`` picks one by id (``<task folder>/<trial>``) or index.
 
     ## Version History
-    - v0: initial version (textworld 1.7, alfworld 0.4.2).
+    - v0: initial version (textworld 1.7, alfworld 0.4.2). ``split="train"`` leaves out the L2
+      task types; levels ``L0``/``L1``/``L2`` and ``train_all`` added.
     """
 
     prs_base = EMBODIED_PRS
@@ -114,11 +119,12 @@ class ALFWorldEnv(AgentEnv):
         """The playable games of a split (``GameRecord``: path, task_id, task_type)."""
         split = canonical_split(split)
         if split not in self._games:
-            root = resolve_data_root(self.data_path, split)
-            games = find_games(root, split, self.task_types)
+            roots = {s: resolve_data_root(self.data_path, s) for s in source_splits(split)}
+            games = select_games(split, {s: find_games(root, s, self.task_types) for s, root in roots.items()})
             if not games:
+                where = ", ".join(f"{root!r} ({s})" for s, root in roots.items())
                 raise ValueError(f"no ALFWorld games of types {list(self.task_types)} in split {split!r} under "
-                                 f"{root!r}; expected <root>/json_2.1.1/{split}/<task>/<trial>/game.tw-pddl")
+                                 f"{where}; expected <root>/json_2.1.1/<split>/<task>/<trial>/game.tw-pddl")
             self._games[split] = games
         return self._games[split]
 

@@ -10,6 +10,7 @@ from agentgym.envs.parsing import ParsedAction, parse_embodied_action
 from agentgym.envs.scienceworld.engine import EngineFailure, ScienceWorldEngine, _import_scienceworld, find_java
 from agentgym.envs.scienceworld.tasks import (TASK_NAMES, canonical_split, canonical_task, num_variations,
                                               split_variations)
+from agentgym.envs.scienceworld.levels import drawable_tasks
 from agentgym.rewards.prs import EMBODIED_PRS
 
 # The engine's answers to input it could not turn into an action. Everything else, including an
@@ -87,7 +88,10 @@ class ScienceWorldEnv(AgentEnv):
 
     - ``task``: an engine task name (``"boil"``), a task number (``"1-1"``), a list of them, or
       None for all 30 (the task is then drawn by seed, uniformly).
-    - ``split``: ``"train"``, ``"dev"`` (alias ``"valid"``) or ``"test"``.
+    - ``split``: ``"train"``, ``"dev"`` (alias ``"valid"``) or ``"test"``; the evaluation levels
+      ``"L0"``, ``"L1"``, ``"L2"``; or ``"train_all"``. With ``task=None`` the draw on ``"train"``
+      skips the L2 tasks (the last task of each topic, see
+      :mod:`agentgym.envs.scienceworld.levels`); ``"train_all"`` keeps them.
     - ``simplifications``: the engine's simplification string, ``"easy"`` or e.g.
       ``"teleportAction,openDoors"``; ``""`` for none.
     - ``max_turns``: turn limit (default 100; a few gold paths are longer, up to ~180 steps).
@@ -112,7 +116,8 @@ class ScienceWorldEnv(AgentEnv):
 
     ## Version History
 
-    - v0: first version, on scienceworld 1.2.
+    - v0: first version, on scienceworld 1.2. ``split="train"`` draws no L2 task; levels
+      ``L0``/``L1``/``L2`` and ``train_all`` added.
     """
 
     prs_base = EMBODIED_PRS
@@ -126,6 +131,8 @@ class ScienceWorldEnv(AgentEnv):
         _import_scienceworld()  # DependencyNotInstalled now, not at the first reset
         self._java = find_java(java_path)
         super().__init__(max_turns=max_turns, expert=expert, **kwargs)
+        # Tasks named by the user are played on any split; a draw over all tasks skips L2 on train.
+        self.explicit_tasks = task is not None
         if task is None:
             self.tasks = TASK_NAMES
         elif isinstance(task, str):
@@ -135,6 +142,7 @@ class ScienceWorldEnv(AgentEnv):
             if not self.tasks:
                 raise ValueError("task must be a task name, a non-empty list of them, or None")
         self.split = canonical_split(split)
+        drawable_tasks(self.tasks, self.split, self.explicit_tasks)  # fail now if the split has none
         self.simplifications = _check_simplifications(str(simplifications), self.tasks)
         self.admissible = bool(admissible_actions)
         self.deterministic = bool(deterministic)
@@ -177,7 +185,9 @@ class ScienceWorldEnv(AgentEnv):
     # ----- episode start ---------------------------------------------------------------------
     def task_ids(self, split: str | None = None) -> list[str]:
         split = canonical_split(split or self.split)
-        return [f"{task}/{v}" for task in self.tasks for v in split_variations(task, split)]
+        # the same pools reset draws from: no held-out (L2) task on a training split
+        return [f"{task}/{v}" for task in drawable_tasks(self.tasks, split, self.explicit_tasks)
+                for v in split_variations(task, split)]
 
     def _choose(self, options: dict[str, Any]) -> tuple[str, int, str]:
         split = canonical_split(options.get("split", self.split))
@@ -189,7 +199,8 @@ class ScienceWorldEnv(AgentEnv):
             if var:
                 variation = int(var)
         if task is None:
-            task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
+            pool = drawable_tasks(self.tasks, split, self.explicit_tasks)
+            task = pool[int(self.np_random.integers(len(pool)))]
         if variation is None:
             pool = split_variations(task, split)
             variation = pool[int(self.np_random.integers(len(pool)))]

@@ -86,11 +86,20 @@ SPLITS: tuple[str, ...] = ("train", "dev", "test")
 SPLIT_ALIASES: dict[str, str] = {"valid": "dev", "validation": "dev", "val": "dev", "eval": "dev"}
 
 
+ENV_SPLITS: tuple[str, ...] = SPLITS + ("train_all", "L0", "L1", "L2")
+"""Every split name the env takes: the engine's three, ``train_all`` and the levels (see
+:mod:`agentgym.envs.scienceworld.levels`)."""
+
+
 def canonical_split(split: str) -> str:
-    """``train``/``dev``/``test``; ``valid`` (and ``validation``, ``val``) mean ``dev``."""
-    name = SPLIT_ALIASES.get(str(split).lower(), str(split).lower())
-    if name not in SPLITS:
-        raise ValueError(f"unknown ScienceWorld split {split!r}; expected one of {SPLITS} or 'valid'")
+    """``train``/``dev``/``test``, ``train_all`` or a level ``L0``/``L1``/``L2``; ``valid`` (and
+    ``validation``, ``val``) mean ``dev``."""
+    key = str(split)
+    if key.upper() in ("L0", "L1", "L2"):
+        return key.upper()
+    name = SPLIT_ALIASES.get(key.lower(), key.lower())
+    if name not in ENV_SPLITS:
+        raise ValueError(f"unknown ScienceWorld split {split!r}; expected one of {ENV_SPLITS} or 'valid'")
     return name
 
 
@@ -108,7 +117,13 @@ def num_variations(task: str) -> int:
 
 
 def split_variations(task: str, split: str) -> range:
-    """The variation indices of ``task`` in ``split``, e.g. ``split_variations('boil', 'dev') == range(14, 21)``."""
+    """The variation indices of ``task`` in ``split``, e.g. ``split_variations('boil', 'dev') == range(14, 21)``.
+
+    A level plays the variations of an engine split: L0 (and ``train_all``) the train ones, L1 and
+    L2 the test ones."""
+    from agentgym.envs.scienceworld.levels import variation_split
+
+    split = variation_split(canonical_split(split))
     train, dev, test = SPLIT_SIZES[task]
-    start = {"train": 0, "dev": train, "test": train + dev}[canonical_split(split)]
-    return range(start, start + SPLIT_SIZES[task][SPLITS.index(canonical_split(split))])
+    start = {"train": 0, "dev": train, "test": train + dev}[split]
+    return range(start, start + SPLIT_SIZES[task][SPLITS.index(split)])

@@ -91,7 +91,8 @@ def load_qa_file(path: str | Path, split: str = "test") -> list[Question]:
                                   f"of strings, got {answers!r:.80}")
         qid = str(row.get("id", f"{path.stem}-{line}"))
         plan = [PlanStep("search", question), PlanStep("answer", answers[0])]
-        out.append(Question(qid, question.strip(), answers, "open_domain", plan, split=split))
+        source = str(row.get("data_source") or path.stem.split(".")[0])
+        out.append(Question(qid, question.strip(), answers, "open_domain", plan, split=split, source=source))
     if not out:
         raise ToolQADataError(f"{path}: no questions in the file")
     return out

@@ -44,6 +44,8 @@ class Question:
     key_facts: list[str] = field(default_factory=list)
     """Long form: the facts a complete answer states."""
     split: str = "train"
+    source: str = ""
+    """Real data: the data set a question comes from (Search-R1's ``data_source``, else the file)."""
 
     @property
     def long_form(self) -> bool:

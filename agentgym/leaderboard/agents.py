@@ -1,0 +1,194 @@
+"""The agents a leaderboard plays: the interface, the scripted baselines, and model policies.
+
+An agent is any object with ``act(episodes) -> actions``: given the episodes that wait for an
+action (:class:`EpisodeView`), it returns one action per episode, a ``str`` or an
+:class:`agentgym.agents.Completion` (whose ``token_ids`` count as generated tokens). Optional
+attributes, with the defaults of :class:`Agent`:
+
+- ``env_kwargs``: keyword arguments every env is made with (the expert needs ``expert=True``).
+- ``ready_first``: True to be called for each env as soon as it is ready (scripted agents, which
+  cost nothing); False to be called once for every running env together (a model, which is
+  fastest on one batch).
+- ``fits(episode) -> bool``: False when the next prompt no longer fits the model's context; the
+  episode then ends in the ``context_limit`` bucket.
+- ``stamps() -> dict``: what a reviewer needs to reproduce the agent (sampling, layout, checkpoint).
+- ``close()``.
+
+``module:Class`` on the command line names a user's class; it is made with no arguments. A
+subclass of :class:`agentgym.agents.Policy` is wrapped in :class:`PolicyAgent`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from agentgym.prompts import episode_to_messages
+
+
+@dataclass
+class EpisodeView:
+    """One running episode, as an agent sees it."""
+
+    env_id: str
+    split: str
+    task_id: str
+    repeat: int
+    system_prompt: str
+    observations: list[str] = field(default_factory=list)
+    """The first observation, then one per action."""
+    actions: list[str] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+    """The env's latest info (``admissible_actions``, ``expert_action``, ``instruction`` ...)."""
+    rng: np.random.Generator = field(default_factory=np.random.default_rng)
+    """This episode's own random stream, seeded from its key, so a resumed run replays it."""
+    task_type: str = ""
+    """The task's type on the board (ALFWorld type, ScienceWorld task, question kind or data set)."""
+
+    def messages(self, window: int | None = None) -> list[dict]:
+        """The chat history in the layout evaluation and training share."""
+        return episode_to_messages(self.system_prompt, self.observations, self.actions, window=window)
+
+
+class Agent:
+    """Base class of leaderboard agents (see the module docstring for the interface)."""
+
+    name = "agent"
+    env_kwargs: dict[str, Any] = {}
+    ready_first = True
+
+    def act(self, episodes: Sequence[EpisodeView]) -> list:
+        raise NotImplementedError
+
+    def fits(self, episode: EpisodeView) -> bool:
+        return True
+
+    def stamps(self) -> dict[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+class ExpertAgent(Agent):
+    """The env's own expert: ToolQA's oracle plan, ALFWorld's planner, ScienceWorld's gold path."""
+
+    name = "expert"
+    env_kwargs = {"expert": True}
+
+    def act(self, episodes):
+        # ScienceWorld's expert has no action once the world left the gold path; send a no-op.
+        return [ep.info.get("expert_action") or "look" for ep in episodes]
+
+    def stamps(self):
+        return {"agent_kind": "expert"}
+
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+
+
+class RandomAgent(Agent):
+    """A uniformly random admissible action; on envs that list none (ToolQA), a random search or a
+    random word of the last observation as the answer."""
+
+    name = "random"
+
+    def act(self, episodes):
+        out = []
+        for ep in episodes:
+            admissible = ep.info.get("admissible_actions")
+            if admissible:
+                out.append(f"<action>{admissible[int(ep.rng.integers(len(admissible)))]}</action>")
+                continue
+            words = _WORD.findall(ep.observations[-1]) or ["nothing"]
+            picked = " ".join(words[int(ep.rng.integers(len(words)))] for _ in range(2))
+            if ep.rng.random() < 0.5:
+                out.append('<tool_call>{"name": "search", "arguments": {"query": "%s"}}</tool_call>' % picked)
+            else:
+                out.append(f"<answer>{picked.split()[0]}</answer>")
+        return out
+
+    def stamps(self):
+        return {"agent_kind": "random"}
+
+
+class PolicyAgent(Agent):
+    """A model behind any :class:`agentgym.agents.Policy` (HF, vLLM, OpenAI-compatible), prompted
+    with :func:`agentgym.episode_to_messages` exactly as in training.
+
+    Args:
+        policy: the policy.
+        name: the row's agent name.
+        sampling: the :class:`SamplingConfig` of every call.
+        window: past turns kept in the prompt (None: all).
+        max_context: prompt tokens plus ``max_new_tokens`` the model takes (None: no check, or
+            the checkpoint's ``max_position_embeddings`` for an HF policy).
+        stamp: extra stamps (checkpoint path and hash, chat template hash, endpoint).
+    """
+
+    ready_first = False
+
+    def __init__(self, policy, name: str, sampling=None, window: int | None = None,
+                 max_context: int | None = None, stamp: dict[str, Any] | None = None):
+        self.policy, self.name, self.sampling, self.window = policy, name, sampling, window
+        tokenizer = getattr(policy, "tokenizer", None)
+        if max_context is None:
+            config = getattr(getattr(policy, "model", None), "config", None)  # HF models only
+            max_context = getattr(config, "max_position_embeddings", None)
+        self.tokenizer, self.max_context = tokenizer, max_context
+        self._stamp = dict(stamp or {})
+
+    def act(self, episodes):
+        return self.policy.generate([ep.messages(self.window) for ep in episodes], self.sampling)
+
+    def fits(self, episode):
+        if self.tokenizer is None or self.max_context is None:
+            return True
+        from agentgym.agents.hf import render_prompt_ids
+
+        new = self.sampling.max_new_tokens if self.sampling is not None else 0
+        return len(render_prompt_ids(self.tokenizer, episode.messages(self.window))) + new <= self.max_context
+
+    def stamps(self):
+        sampling = self.sampling
+        return {"agent_kind": "policy", "policy": type(self.policy).__name__, "window": self.window,
+                "layout": "window" if self.window is not None else "full history",
+                "max_context": self.max_context,
+                "sampling": None if sampling is None else {k: getattr(sampling, k) for k in
+                                                           ("max_new_tokens", "temperature", "top_p", "top_k")},
+                **self._stamp}
+
+    def close(self):
+        close = getattr(self.policy, "close", None)
+        if callable(close):
+            close()
+
+
+class UserAgent(Agent):
+    """Adapts a user's object that has ``act`` but not every optional attribute."""
+
+    def __init__(self, inner, name: str):
+        self.inner, self.name = inner, name
+        self.env_kwargs = dict(getattr(inner, "env_kwargs", {}) or {})
+        self.ready_first = bool(getattr(inner, "ready_first", True))
+
+    def act(self, episodes):
+        return self.inner.act(episodes)
+
+    def fits(self, episode):
+        fits = getattr(self.inner, "fits", None)
+        return True if fits is None else bool(fits(episode))
+
+    def stamps(self):
+        stamps = getattr(self.inner, "stamps", None)
+        out = dict(stamps()) if callable(stamps) else {}
+        return {"agent_kind": "user", "class": f"{type(self.inner).__module__}:{type(self.inner).__qualname__}",
+                **out}
+
+    def close(self):
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            close()

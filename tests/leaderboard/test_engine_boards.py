@@ -1,0 +1,112 @@
+"""The leaderboard on the real engines: generated ALFWorld games in the official layout (levels
+included) and the ScienceWorld JVM; and a run killed with SIGKILL that resumes to the same board."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import agentgym  # noqa: F401
+from agentgym.leaderboard import RunnerConfig, run_board
+
+QUIET = RunnerConfig(num_envs=3, progress=False)
+
+
+@pytest.fixture(scope="module")
+def official_tree(tmp_path_factory):
+    """A tree as alfworld-download lays it out, with a movable-receptacle trial ALFWorld skips."""
+    pytest.importorskip("alfworld")
+    from agentgym.envs.alfworld.generate import generate
+
+    root = str(tmp_path_factory.mktemp("alfworld_data"))
+    generate(root, 12, seed=21, split="train")
+    generate(root, 6, seed=21, split="valid_seen")
+    generate(root, 6, seed=21, split="valid_unseen")
+    split_dir = os.path.join(root, "json_2.1.1", "valid_seen")
+    movable = os.path.join(split_dir, "pick_and_place_simple-Pen-Mug-Desk-301movable", "trial_T0")
+    os.makedirs(movable)
+    first = sorted(os.listdir(split_dir))[0]
+    trial = os.listdir(os.path.join(split_dir, first))[0]
+    with open(os.path.join(split_dir, first, trial, "game.tw-pddl")) as src, \
+            open(os.path.join(movable, "game.tw-pddl"), "w") as dst:
+        dst.write(src.read())
+    return root
+
+
+def _rows(rows):
+    return {(r["agent"], r["split"]): r for r in rows}
+
+
+@pytest.mark.slow
+def test_alfworld_board_plays_every_game_of_the_split_per_task_type(official_tree, tmp_path):
+    rows = _rows(run_board(["expert", "random"], ["ALFWorld-v0"], ["valid_seen"], str(tmp_path),
+                           env_kwargs={"data_path": official_tree}, runner=QUIET))
+    games = [d for d in os.listdir(os.path.join(official_tree, "json_2.1.1", "valid_seen")) if "movable" not in d]
+    expert, random = rows[("expert", "valid_seen")], rows[("random", "valid_seen")]
+    assert expert["episodes"] == random["episodes"] == len(games) == 6
+    assert len(expert["by_task_type"]) == 6 and all(v["episodes"] == 1 for v in expert["by_task_type"].values())
+    assert expert["success"] >= 0.95 and random["success"] <= 0.2
+    assert expert["stamps"]["engines"]["alfworld"] and expert["stamps"]["max_turns"] == 50
+    assert random["invalid_action_rate"] == 0.0 and random["repeated_action_rate"] > 0  # admissible, aimless
+
+
+@pytest.mark.slow
+def test_alfworld_levels_on_the_board(official_tree, tmp_path):
+    from agentgym.envs.alfworld.levels import HELD_OUT_TYPES, SEEN_TYPES
+
+    rows = _rows(run_board(["random"], ["ALFWorld-v0"], ["L0", "L1", "L2"], str(tmp_path),
+                           env_kwargs={"data_path": official_tree, "max_turns": 2}, runner=QUIET))
+    assert set(rows[("random", "L2")]["by_task_type"]) == set(HELD_OUT_TYPES)
+    assert set(rows[("random", "L1")]["by_task_type"]) == set(SEEN_TYPES)
+    assert rows[("random", "L1")]["episodes"] == 8 and rows[("random", "L2")]["episodes"] == 4
+    assert set(rows[("random", "L0")]["by_task_type"]) <= set(SEEN_TYPES)
+
+
+@pytest.mark.slow
+def test_scienceworld_board_expert_and_random(tmp_path):
+    pytest.importorskip("scienceworld")
+    rows = _rows(run_board(["expert", "random"], ["ScienceWorld-v0"], ["test"], str(tmp_path),
+                           select=["find-*", "chemistry-mix"], limit=5, runner=QUIET))
+    expert, random = rows[("expert", "test")], rows[("random", "test")]
+    assert expert["episodes"] == random["episodes"] == 5
+    assert set(expert["by_task_type"]) == {"find-living-thing", "find-non-living-thing", "find-plant",
+                                           "find-animal", "chemistry-mix"}
+    assert expert["success"] >= 0.95 and expert["score"] >= 95
+    assert random["success"] <= 0.2 and random["score"] < 50
+
+
+def _board_cmd(root, out):
+    return [sys.executable, "-m", "agentgym.cli", "leaderboard", "--agents", "random", "--envs", "ALFWorld-v0",
+            "--split", "train", "--num-envs", "2", "--repeats", "2", "--no-progress", "--out", out,
+            "--env-kwargs", json.dumps({"data_path": root, "max_turns": 6})]
+
+
+@pytest.mark.slow
+def test_a_run_killed_mid_way_resumes_to_the_same_board(official_tree, tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), os.getcwd()) if p)}
+    whole, killed = str(tmp_path / "whole"), str(tmp_path / "killed")
+    subprocess.run(_board_cmd(official_tree, whole), check=True, env=env, capture_output=True, timeout=600)
+    proc = subprocess.Popen(_board_cmd(official_tree, killed), env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    episodes = os.path.join(killed, "episodes", "random__ALFWorld-v0__train.jsonl")
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if os.path.exists(episodes) and sum(1 for _ in open(episodes)) >= 3:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)  # the board and its env workers, at once
+    proc.wait()
+    done_before = sum(1 for _ in open(episodes))
+    assert 3 <= done_before < 16
+    subprocess.run(_board_cmd(official_tree, killed), check=True, env=env, capture_output=True, timeout=600)
+    a = json.load(open(os.path.join(whole, "summary.json")))
+    b = json.load(open(os.path.join(killed, "summary.json")))
+    assert a == b and a[0]["episodes"] == 16
+    keyed = [{(r["task_id"], r["repeat"]): r for r in map(json.loads, open(os.path.join(d, "episodes", os.path.basename(episodes))))}
+             for d in (whole, killed)]
+    assert keyed[0] == keyed[1]  # every episode, transcript included, replays exactly
