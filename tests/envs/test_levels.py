@@ -125,3 +125,18 @@ def test_scienceworld_train_draws_no_l2_task_and_l2_draws_only_them():
     env = gym.make("ScienceWorld-v0", split="L2", admissible_actions=False)
     assert set(env.unwrapped.tasks) == set(TASK_NAMES)
     env.close()
+
+
+def test_task_ids_of_a_training_split_hold_no_l2_task():
+    """Trainers list tasks with task_ids(split): the held-out types must not be among them."""
+    import gymnasium as gym
+
+    from agentgym.envs.scienceworld.levels import HELD_OUT_TASKS
+
+    sw = gym.make("ScienceWorld-v0").unwrapped
+    assert sw.task_ids("train") and not any(t.split("/")[0] in HELD_OUT_TASKS for t in sw.task_ids("train"))
+    assert {t.split("/")[0] for t in sw.task_ids("L2")} == set(HELD_OUT_TASKS)
+    alf = gym.make("ALFWorld-v0").unwrapped
+    held = ("pick_cool_then_place_in_recep", "pick_two_obj_and_place")
+    assert alf.task_ids("train") and not any(kind in t for t in alf.task_ids("train") for kind in held)
+    assert all(any(kind in t for kind in held) for t in alf.task_ids("L2"))
