@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 MODULES = ["agentgym.train.gcd.labels", "agentgym.train.gcd.judge", "agentgym.train.gcd.correction",
-           "agentgym.train.gcd.external"]
+           "agentgym.train.gcd.external", "agentgym.train.gcd.steps"]
 
 
 @pytest.mark.parametrize("name", MODULES)
