@@ -200,13 +200,16 @@ def bench_gcd(args):
     from agentgym.train.config import SFTRunConfig, TrainConfig, build
     from agentgym.train.extensions import GCDConfig, gcd_extensions
     from agentgym.train.loop import train
-    from agentgym.train.sft import run_sft
+    from agentgym.train.sft import reusable, run_sft
 
     root = os.path.join(args.workdir, "gcd")
     env_kwargs = json.dumps(ENV_KWARGS)
-    model = run_sft(build(SFTRunConfig, env_kwargs=env_kwargs, num_steps=args.gcd_cold_start_steps, num_episodes=32,
-                          output_dir=os.path.join(root, "sft"), cpu_threads=args.cpu_threads, progress=False,
-                          quiet=True, tensorboard=False))
+    sft_cfg = build(SFTRunConfig, env_kwargs=env_kwargs, num_steps=args.gcd_cold_start_steps, num_episodes=32,
+                    output_dir=os.path.join(root, "sft"), cpu_threads=args.cpu_threads, progress=False, quiet=True,
+                    tensorboard=False)
+    model = os.path.join(sft_cfg.output_dir, "final")
+    if not reusable(model, sft_cfg):
+        model = run_sft(sft_cfg)
     common = dict(model=model, env_kwargs=env_kwargs, num_steps=args.gcd_steps, num_groups=args.groups,
                   group_size=args.group_size, max_new_tokens=args.max_new_tokens, micro_batch_size=args.micro_batch_size,
                   cpu_threads=args.cpu_threads, device=args.device, cold_start_steps=0, eval_episodes=0, save_every=0,
@@ -220,14 +223,15 @@ def bench_gcd(args):
     for name in ("grpo", "gcd"):
         if name == "gcd":
             cfg = build(GCDRun, output_dir=os.path.join(root, name), **common,
-                        gcd={"k": args.gcd_k, "max_judged_steps": args.gcd_judged_steps})
+                        gcd={"k": args.gcd_k, "max_judged_steps": args.gcd_judged_steps, "balance": args.gcd_balance})
             times[name] = train(cfg, gcd_extensions(cfg), name=name).history
         else:
             times[name] = train(build(TrainConfig, output_dir=os.path.join(root, name), **common), name=name).history
-    step = {n: float(np.mean([r["time/step"] for r in h[1:]])) for n, h in times.items()}
+    # medians: a shared machine's stray slow step should not decide the ratio
+    step = {n: float(np.median([r["time/step"] for r in h[1:]])) for n, h in times.items()}
     g = times["gcd"][1:]
     return {"grpo_step_s": step["grpo"], "gcd_step_s": step["gcd"], "gcd_over_grpo": step["gcd"] / step["grpo"],
-            "gcd_judge_generate_s": float(np.mean([r["time/judge_generate"] for r in g])),
+            "gcd_balance": args.gcd_balance, "gcd_judge_generate_s": float(np.mean([r["time/judge_generate"] for r in g])),
             "gcd_update_s": float(np.mean([r["time/update"] for r in g])),
             "grpo_update_s": float(np.mean([r["time/update"] for r in times["grpo"][1:]])),
             "gcd_judge_samples_per_step": float(np.mean([r["gcd/judge_samples"] for r in g])),
@@ -254,6 +258,8 @@ def main(argv=None):
     p.add_argument("--gcd-steps", type=int, default=0, help="steps of GRPO and of GCD to time (0: skip the part)")
     p.add_argument("--gcd-k", type=int, default=4, help="GCD judgments per judged step")
     p.add_argument("--gcd-judged-steps", type=int, default=8, help="GCD judged steps per step at most")
+    p.add_argument("--gcd-balance", default="downsample", choices=["downsample", "none"],
+                   help="GCD balance; `none` judges every step at its cap even when no episode succeeds")
     p.add_argument("--gcd-cold-start-steps", type=int, default=60, help="SFT steps of the model both runs start from")
     p.add_argument("--only-gcd", action="store_true", help="run only the gcd part")
     p.add_argument("--output", default=None)
