@@ -5,7 +5,8 @@ import importlib
 import pytest
 
 MODULES = ["agentgym.train.gcd.labels", "agentgym.train.gcd.judge", "agentgym.train.gcd.correction",
-           "agentgym.train.gcd.external", "agentgym.train.gcd.steps"]
+           "agentgym.train.gcd.external", "agentgym.train.gcd.steps",
+           "agentgym.train.gcd.coldstart"]
 
 
 @pytest.mark.parametrize("name", MODULES)
