@@ -42,7 +42,7 @@ def invalid_action(expert_action: str, admissible: Sequence[str], rng: np.random
     >>> invalid_action("go to desk 1", ["go to desk 1", "go to bed 2"], np.random.default_rng(0))[:6]
     'go to '
     >>> invalid_action('<answer>Paris</answer>', [], np.random.default_rng(0))
-    '<answer>Pa'
+    '<answer>Par'
     """
     if not admissible:
         return expert_action[: max(len(expert_action) // 2, 1)]
