@@ -15,6 +15,10 @@ Parts:
 - ``trl``: where TRL is installed, one single-turn GRPO step (same model, prompts, reward, group
   size, completion length) with our core and with ``trl.GRPOTrainer``; reports our step time over
   theirs.
+- ``gcd`` (``--gcd-steps N``): N steps of GRPO and N of GCD through the public ``train()``, same
+  model (the tiny one after a short SFT cold start, so some episodes succeed and the judge gets
+  good steps too), settings, seed and tasks; reports GCD's mean step time over GRPO's (steps after
+  the first) and where GCD's extra time goes (judge generation, the judge's share of the update).
 Results print as a table and go to ``--output`` as JSON.
 """
 
@@ -221,6 +225,55 @@ def bench_trl(args):
             "ours_over_trl": ours / theirs, "groups": args.groups, "group_size": G, "max_new_tokens": L}
 
 
+def bench_gcd(args):
+    """GCD's step time over GRPO's, both through ``agentgym.train.loop.train`` on the same settings."""
+    from dataclasses import dataclass, field
+
+    import numpy as np
+
+    from agentgym.train.config import SFTRunConfig, TrainConfig, build
+    from agentgym.train.extensions import GCDConfig, gcd_extensions
+    from agentgym.train.loop import train
+    from agentgym.train.sft import reusable, run_sft
+
+    root = os.path.join(args.workdir, "gcd")
+    env_kwargs = json.dumps(ENV_KWARGS)
+    sft_cfg = build(SFTRunConfig, env_kwargs=env_kwargs, num_steps=args.gcd_cold_start_steps, num_episodes=32,
+                    output_dir=os.path.join(root, "sft"), cpu_threads=args.cpu_threads, progress=False, quiet=True,
+                    tensorboard=False)
+    model = os.path.join(sft_cfg.output_dir, "final")
+    if not reusable(model, sft_cfg):
+        model = run_sft(sft_cfg)
+    common = dict(model=model, env_kwargs=env_kwargs, num_steps=args.gcd_steps, num_groups=args.groups,
+                  group_size=args.group_size, max_new_tokens=args.max_new_tokens, micro_batch_size=args.micro_batch_size,
+                  cpu_threads=args.cpu_threads, device=args.device, cold_start_steps=0, eval_episodes=0, save_every=0,
+                  progress=False, quiet=True, tensorboard=False, seed=0)
+
+    @dataclass
+    class GCDRun(TrainConfig):
+        gcd: GCDConfig = field(default_factory=GCDConfig)
+
+    times = {}
+    for name in ("grpo", "gcd"):
+        if name == "gcd":
+            cfg = build(GCDRun, output_dir=os.path.join(root, name), **common,
+                        gcd={"k": args.gcd_k, "max_judged_steps": args.gcd_judged_steps, "balance": args.gcd_balance})
+            times[name] = train(cfg, gcd_extensions(cfg), name=name).history
+        else:
+            times[name] = train(build(TrainConfig, output_dir=os.path.join(root, name), **common), name=name).history
+    # medians: a shared machine's stray slow step should not decide the ratio
+    step = {n: float(np.median([r["time/step"] for r in h[1:]])) for n, h in times.items()}
+    g = times["gcd"][1:]
+    return {"grpo_step_s": step["grpo"], "gcd_step_s": step["gcd"], "gcd_over_grpo": step["gcd"] / step["grpo"],
+            "gcd_balance": args.gcd_balance, "gcd_judge_generate_s": float(np.mean([r["time/judge_generate"] for r in g])),
+            "gcd_update_s": float(np.mean([r["time/update"] for r in g])),
+            "grpo_update_s": float(np.mean([r["time/update"] for r in times["grpo"][1:]])),
+            "gcd_judge_samples_per_step": float(np.mean([r["gcd/judge_samples"] for r in g])),
+            "policy_samples_per_step": float(args.groups * args.group_size), "steps_timed": len(g),
+            "groups": args.groups, "group_size": args.group_size, "gcd_k": args.gcd_k,
+            "gcd_max_judged_steps": args.gcd_judged_steps}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cpu", help="cpu, or cuda to add the GPU part")
@@ -237,20 +290,31 @@ def main(argv=None):
     p.add_argument("--method-steps", type=int, default=5, help="GRPO and VSPO steps to time (0: skip that part)")
     p.add_argument("--trl-steps", type=int, default=3)
     p.add_argument("--workdir", default="/tmp/agentgym-bench")
+    p.add_argument("--gcd-steps", type=int, default=0, help="steps of GRPO and of GCD to time (0: skip the part)")
+    p.add_argument("--gcd-k", type=int, default=4, help="GCD judgments per judged step")
+    p.add_argument("--gcd-judged-steps", type=int, default=8, help="GCD judged steps per step at most")
+    p.add_argument("--gcd-balance", default="downsample", choices=["downsample", "none"],
+                   help="GCD balance; `none` judges every step at its cap even when no episode succeeds")
+    p.add_argument("--gcd-cold-start-steps", type=int, default=60, help="SFT steps of the model both runs start from")
+    p.add_argument("--only-gcd", action="store_true", help="run only the gcd part")
     p.add_argument("--output", default=None)
     args = p.parse_args(argv)
     from agentgym.extras import require_for_script
 
     require_for_script(["torch", "transformers", "tokenizers"], "bench", "benchmarks/trainer_throughput.py")
-    results = {"cpu": bench_cpu(args)}
-    if args.device.startswith("cuda"):
-        import torch
+    results = {}
+    if not args.only_gcd:
+        results["cpu"] = bench_cpu(args)
+        if args.device.startswith("cuda"):
+            import torch
 
-        results["gpu"] = bench_gpu(args) if torch.cuda.is_available() else {"skipped": "CUDA not available"}
-    if args.method_steps > 0:
-        results["methods"] = bench_methods(args)
-    if not args.skip_trl:
-        results["trl"] = bench_trl(args)
+            results["gpu"] = bench_gpu(args) if torch.cuda.is_available() else {"skipped": "CUDA not available"}
+        if args.method_steps > 0:
+            results["methods"] = bench_methods(args)
+        if not args.skip_trl:
+            results["trl"] = bench_trl(args)
+    if args.gcd_steps > 0:
+        results["gcd"] = bench_gcd(args)
     for part, res in results.items():
         print(f"[{part}]")
         for k, v in res.items():

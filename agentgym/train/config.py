@@ -291,9 +291,12 @@ class SFTConfig:
     """gradient clipping (0: off)"""
     log_every: int = 10
     """print a summary line every this many steps"""
+    judge_samples: int = 0
+    """GCD cold start: judge samples (critique + verdict from step labels) mixed into the expert data (0: none)"""
 
     def validate(self) -> None:
         _at_least("num-episodes", self.num_episodes, 1)
+        _at_least("judge-samples", self.judge_samples, 0)
         _at_least("num-steps", self.num_steps, 1)
         _at_least("batch-size", self.batch_size, 1)
         _at_least("micro-batch-size", self.micro_batch_size, 1)

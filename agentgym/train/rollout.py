@@ -83,6 +83,8 @@ class Episode:
     """``concat`` layout: ``[start, end)`` of each turn's sampled ids within ``concat_ids``."""
     cut_by_length: bool = False
     """Ended by the collector because the next prompt would exceed ``max_prompt_tokens``."""
+    instruction: str = ""
+    """The task in words (``info["instruction"]`` at reset; empty when the env gives none)."""
     error: str | None = None
     """The env fault that ended it (``info["error"]``): not the model's failure, so trainers
     leave it out of advantages and loss."""
@@ -153,7 +155,8 @@ def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
                      group_key=str(info.get("group_key", info.get("task_id", ""))),
                      system_prompt=system_prompt, observations=[obs], state_keys=[info.get("state_key")],
                      seed=req.seed,
-                     reset_options={**base, **req.options}, tag=req.tag)
+                     reset_options={**base, **req.options}, tag=req.tag,
+                     instruction=str(info.get("instruction", "")))
         if cfg.layout == "concat":
             ep.concat_ids = encoder.prompt_ids(episode_to_messages(ep.system_prompt, [obs], []))
             ep.concat_mask = [0] * len(ep.concat_ids)

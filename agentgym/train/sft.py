@@ -44,9 +44,14 @@ def is_complete(model_dir: str | os.PathLike) -> bool:
 
 def _recipe(cfg: SFTRunConfig) -> dict[str, Any]:
     """What decides the result: a cached cold start is reused only when all of it matches."""
+    sft = to_dict(cfg.sft)
+    if not sft.get("judge_samples"):
+        # without judge samples the run is the one made before the setting existed: keep its
+        # recipe, so cold starts cached then are still reused
+        sft.pop("judge_samples", None)
     return {"env_id": cfg.env.env_id, "env_kwargs": cfg.env.kwargs(), "split": cfg.env.split,
             "model": cfg.model.model, "layout": cfg.layout, "window": cfg.window, "seed": cfg.seed,
-            "sft": to_dict(cfg.sft)}
+            "sft": sft}
 
 
 def reusable(model_dir: str | os.PathLike, cfg: SFTRunConfig) -> bool:
@@ -80,6 +85,27 @@ def expert_samples(cfg: SFTRunConfig, encoder, progress: bool = False):
     finally:
         env.close()
     return samples, played, solved
+
+
+def judge_samples(cfg: SFTRunConfig, encoder):
+    """GCD's cold-start judge samples (:mod:`agentgym.train.gcd.coldstart`), played on the cold
+    start's own tasks so RL's task split stays as it is; returns (samples, stats)."""
+    import gymnasium as gym
+
+    import agentgym  # noqa: F401  registers the envs
+    from agentgym.train.gcd.coldstart import judge_cold_start_samples
+    from agentgym.train.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
+
+    env = gym.make(cfg.env.env_id, expert=True, **cfg.env.kwargs())
+    try:
+        listed = env.unwrapped.task_ids(cfg.env.split) if hasattr(env.unwrapped, "task_ids") else None
+        chosen = cold_start_tasks(listed, cfg.seed, cfg.sft.num_episodes) if listed is not None else None
+        requests = [(task_seed(cfg.seed, k, STREAM_COLD_START),
+                     {"split": cfg.env.split, **({"task_id": chosen[k]} if chosen is not None else {})})
+                    for k in range(cfg.sft.num_episodes)]
+        return judge_cold_start_samples(env, encoder, cfg.sft.judge_samples, requests, seed=cfg.seed)
+    finally:
+        env.close()
 
 
 def _bar(iterable, enabled: bool, desc: str):
@@ -117,6 +143,12 @@ def run_sft(cfg: SFTRunConfig) -> str:
     samples, tasks, solved = expert_samples(cfg, ChatEncoder(tokenizer), cfg.progress and not cfg.quiet)
     if not samples:
         raise ValueError(f"the expert of {cfg.env.env_id} solved none of {len(tasks)} episodes; nothing to train on")
+    if cfg.sft.judge_samples > 0:
+        judged, stats = judge_samples(cfg, ChatEncoder(tokenizer))
+        samples += judged
+        if not cfg.quiet:
+            print(f"sft: {len(judged)} judge samples ({stats['good']} good, {stats['bad']} bad; before balancing "
+                  f"{stats['good_before']} good, {stats['bad_before']} bad) from {stats['episodes']} episodes")
     if not cfg.quiet:
         print(f"sft: {solved}/{len(tasks)} expert episodes solved ({len(set(tasks))} distinct tasks), "
               f"{len(samples)} samples, {sum(s.num_loss_tokens for s in samples)} assistant tokens")

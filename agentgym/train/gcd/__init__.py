@@ -9,4 +9,8 @@ states. These modules are the pure pieces a trainer wires in; none imports torch
 - :mod:`~agentgym.train.gcd.correction`: the "Common mistakes" list gathered from critiques and
   put into the system prompt, refreshed every K steps.
 - :mod:`~agentgym.train.gcd.external`: an optional judge on any OpenAI-compatible endpoint.
+- :mod:`~agentgym.train.gcd.steps`: which steps of a batch are judged, and scoring the judgments.
+- :mod:`~agentgym.train.gcd.coldstart`: judge samples for the SFT cold start, from the real env.
+
+The trainer wiring is :mod:`agentgym.train.extensions.gcd`.
 """

@@ -1,0 +1,396 @@
+"""GCD on the GRPO (or GiGPO) loop (SPEC §4.4): the actor is also trained as a generative judge of
+its own steps, and the mistakes its critiques name go into later system prompts.
+
+Each step, after the policy's advantages:
+
+1. Steps of the batch are labelled by rule (:func:`~agentgym.train.gcd.steps.labelled_steps`:
+   bad if invalid or its start state comes back later, good if it ended a successful episode);
+   with ``judge_url``, an external judge labels up to ``external_steps`` unlabelled steps too.
+2. The labels are balanced (``balance``) and capped at ``max_judged_steps`` steps.
+3. For each judged step the policy samples ``k`` judgments of the judge prompt; each earns 1 when
+   its verdict is the label, and the k form one GRPO group. They return as samples of kind
+   ``judge``, trained in the same backward pass as the policy with weight ``lam`` and their own
+   loss settings: ``L = L_policy + lam * L_judge``.
+4. Critiques of bad steps (the judgments that called a bad step bad) are gathered; every
+   ``correction_every`` steps they are summarized into a "Common mistakes" list, by the model
+   itself or the external judge, falling back to counting phrases offline when the reply holds no
+   list. The list goes into every later episode's system prompt, into ``OUTPUT_DIR/gcd_mistakes.jsonl``
+   when it changes, and into checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from agentgym.train.config import ConfigError
+from agentgym.train.gcd.correction import CorrectionState, mistakes_summary_prompt, parse_mistakes, summarize_mistakes
+from agentgym.train.gcd.judge import critique_of, judge_prompt, judge_reward, parse_verdict
+from agentgym.train.gcd.labels import BAD, BALANCE_MODES, GOOD, balance_labels
+from agentgym.train.gcd.steps import JudgedStep, cap_steps, judgment_metrics, labelled_steps
+from agentgym.train.hooks import SampleKind, StepContext, TrainerExtension
+from agentgym.train.samples import Sample
+
+MISTAKES_FILE = "gcd_mistakes.jsonl"
+"""Under OUTPUT_DIR: one ``{"step", "mistakes", "source", "critiques"}`` line per change of the list."""
+
+
+@dataclass
+class GCDConfig:
+    """GCD's own settings (flags ``--gcd.*``)."""
+
+    lam: float = 1.0
+    """weight of the judge loss: L = L_policy + lam * L_judge"""
+    k: int = 4
+    """judgments sampled per judged step (one GRPO group)"""
+    max_judged_steps: int = 8
+    """judged steps per training step at most (after balancing; half good, half bad)"""
+    balance: Literal["downsample", "none"] = "downsample"
+    """equal good and bad steps (`downsample`; a batch with one class empty trains no judge), or all"""
+    judge_max_new_tokens: int = 128
+    """most tokens of one judgment (a short critique, then the verdict)"""
+    judge_eps_low: float = 0.2
+    """judge loss: PPO clip range below 1"""
+    judge_eps_high: float = 0.2
+    """judge loss: PPO clip range above 1"""
+    judge_beta: float = 0.0
+    """judge loss: k3 KL weight to the reference (the reference never judged: 0 by default)"""
+    judge_aggregation: Literal["token-mean", "seq-mean"] = "seq-mean"
+    """judge loss: how token losses are averaged (seq-mean: a verbose judgment weighs no more)"""
+    judge_url: str | None = None
+    """OpenAI-compatible endpoint (with /v1) of an external judge that labels more steps"""
+    judge_model: str = "judge"
+    """the external judge's served model name"""
+    judge_api_key_env: str | None = None
+    """name of the environment variable holding the external judge's API key (none: no key sent)"""
+    judge_timeout: float = 30.0
+    """seconds one external judge attempt may take, all of it"""
+    judge_retries: int = 2
+    """external judge attempts after the first"""
+    judge_on_error: Literal["skip", "raise"] = "skip"
+    """external judge down: log it and go on with the rule labels (`skip`), or stop the run"""
+    external_steps: int = 8
+    """unlabelled steps sent to the external judge per training step at most"""
+    correction: bool = True
+    """prompt-based correction: the "Common mistakes" list in later system prompts"""
+    correction_every: int = 5
+    """refresh the list every this many training steps (K)"""
+    correction_items: int = 5
+    """mistakes in the list at most"""
+    correction_rule_critiques: bool = False
+    """also gather the templated critiques of rule-labelled bad steps (not only the model's own)"""
+    summary_max_new_tokens: int = 128
+    """most tokens of the model's own mistakes summary (decoded greedily)"""
+    base: Literal["grpo", "gigpo"] = "grpo"
+    """the method GCD is added to; `gigpo` chains the GiGPO extension (flags --gigpo.*)"""
+
+    def validate(self) -> None:
+        if not (np.isfinite(self.lam) and self.lam >= 0):
+            raise ConfigError(f"--gcd.lam must be a finite number >= 0, got {self.lam}")
+        if self.k < 2:
+            raise ConfigError(f"--gcd.k must be >= 2 (group advantages compare judgments of one step), got {self.k}")
+        if self.max_judged_steps < (2 if self.balance == "downsample" else 1):
+            raise ConfigError(f"--gcd.max-judged-steps must be >= 2 with --gcd.balance downsample (one good, "
+                              f"one bad) and >= 1 otherwise, got {self.max_judged_steps}")
+        if self.balance not in BALANCE_MODES:
+            raise ConfigError(f"--gcd.balance must be one of {BALANCE_MODES}, got {self.balance!r}")
+        for name in ("judge_max_new_tokens", "summary_max_new_tokens", "correction_every", "correction_items"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"--gcd.{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        if not 0 <= self.judge_eps_low < 1:
+            raise ConfigError(f"--gcd.judge-eps-low must be in [0, 1), got {self.judge_eps_low}")
+        if not self.judge_eps_high >= 0:
+            raise ConfigError(f"--gcd.judge-eps-high must be >= 0, got {self.judge_eps_high}")
+        if not self.judge_beta >= 0:
+            raise ConfigError(f"--gcd.judge-beta must be >= 0, got {self.judge_beta}")
+        if not self.judge_timeout > 0:
+            raise ConfigError(f"--gcd.judge-timeout must be > 0 seconds, got {self.judge_timeout}")
+        if self.judge_retries < 0 or self.external_steps < 0:
+            raise ConfigError(f"--gcd.judge-retries and --gcd.external-steps must be >= 0, got "
+                              f"{self.judge_retries} and {self.external_steps}")
+        if self.judge_url is not None and not self.judge_url.startswith(("http://", "https://")):
+            raise ConfigError(f"--gcd.judge-url must be an http(s) URL ending in /v1, got {self.judge_url!r}")
+
+    def loss_config(self):
+        """The judge samples' :class:`~agentgym.train.loss.LossConfig`."""
+        from agentgym.train.loss import LossConfig
+
+        return LossConfig(self.judge_eps_low, self.judge_eps_high, self.judge_beta, self.judge_aggregation)
+
+
+class GCD(TrainerExtension):
+    """The GCD extension; pass ``GCD(config.gcd)`` to :func:`agentgym.train.loop.train` (after
+    ``GiGPO(config.gigpo)`` for ``base="gigpo"``: :func:`gcd_extensions` builds the list)."""
+
+    name = "gcd"
+
+    def __init__(self, cfg: GCDConfig | None = None, judge=None):
+        self.cfg = cfg or GCDConfig()
+        self.sample_kinds = {"judge": SampleKind(weight=self.cfg.lam, loss=self.cfg.loss_config())}
+        self.correction = CorrectionState(self.cfg.correction_every)
+        self.judge = judge if judge is not None else self._external_judge()
+        self._metrics: dict[str, float] = {}
+        self._log_checked = False
+
+    def _external_judge(self):
+        if not self.cfg.judge_url:
+            return None
+        from agentgym.train.gcd.external import ExternalJudge
+
+        key = os.environ.get(self.cfg.judge_api_key_env) if self.cfg.judge_api_key_env else None
+        return ExternalJudge(self.cfg.judge_url, self.cfg.judge_model, timeout=self.cfg.judge_timeout,
+                             retries=self.cfg.judge_retries, api_key=key)
+
+    # ----- hooks -----
+    def system_prompt(self, prompt: str) -> str:
+        return self.correction.system_prompt(prompt) if self.cfg.correction else prompt
+
+    def extra_samples(self, ctx: StepContext, episodes) -> list[Sample]:
+        m: dict[str, float] = {}
+        items = labelled_steps(episodes)
+        m["gcd/steps"] = float(len(items))
+        for reason in ("invalid", "revisit", "solved"):
+            m[f"gcd/reason_{reason}"] = float(sum(s.reason == reason for _, s in items))
+        critiques: list[str] = []
+        if self.judge is not None:
+            items = self._external_labels(ctx, items, critiques, m)
+        kept, stats = balance_labels(items, ctx.rng, self.cfg.balance)
+        m.update({"gcd/labels_good_before": float(stats["good_before"]),
+                  "gcd/labels_bad_before": float(stats["bad_before"]),
+                  "gcd/labels_unlabelled": float(stats["unlabelled"]),
+                  "gcd/balance_downsampled": float(stats["method"] == "downsample"
+                                                   and stats["good_before"] != stats["bad_before"]),
+                  "gcd/balance_one_class_empty": float(stats["method"] == "one_class_empty")})
+        kept = cap_steps(kept, self.cfg.max_judged_steps, ctx.rng, balanced=self.cfg.balance == "downsample")
+        m["gcd/labels_good"] = float(sum(label == GOOD for label, _ in kept))
+        m["gcd/labels_bad"] = float(sum(label == BAD for label, _ in kept))
+        samples = self._judge_samples(ctx, kept, critiques, m)
+        if self.cfg.correction_rule_critiques:
+            from agentgym.train.gcd.judge import rule_critique
+
+            critiques += [rule_critique(s.observation, s.action, BAD, s.reason) for label, s in items
+                          if label == BAD and s.reason is not None]
+        if self.cfg.correction:
+            self._correct(ctx, critiques, m)
+        self._metrics = m
+        return samples
+
+    def metrics(self) -> dict[str, float]:
+        return dict(self._metrics)
+
+    def state_dict(self) -> dict:
+        return {"correction": self.correction.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if "correction" in state:
+            self.correction.load_state_dict(state["correction"])
+
+    # ----- labels from the external judge -----
+    def _external_labels(self, ctx, items, critiques, m):
+        from agentgym.train.gcd.external import JudgeUnavailable
+
+        open_steps = [j for j, (label, _) in enumerate(items) if label is None]
+        if len(open_steps) > self.cfg.external_steps:
+            open_steps = sorted(int(j) for j in ctx.rng.choice(open_steps, self.cfg.external_steps, replace=False))
+        items = list(items)
+        asked = good = bad = 0
+        m["gcd/external_skipped"] = 0.0
+        t0 = time.perf_counter()
+        for j in open_steps:
+            step = items[j][1]
+            try:
+                judgment = self.judge.judge_step(step.task, step.observation, step.action, self.correction.mistakes)
+            except JudgeUnavailable as e:
+                if self.cfg.judge_on_error == "raise":
+                    raise JudgeUnavailable(f"{e} (--gcd.judge-on-error skip trains on the rule labels instead)") from e
+                # one failure is enough for this step: every further call would wait out its deadline too
+                m["gcd/external_skipped"] = 1.0
+                self._say(ctx, f"gcd: external judge unavailable at step {ctx.step + 1}, training on rule labels "
+                               f"only this step: {e}", err=True)
+                break
+            asked += 1
+            if judgment.verdict in (GOOD, BAD):
+                items[j] = (judgment.verdict, step)
+                good += judgment.verdict == GOOD
+                bad += judgment.verdict == BAD
+                if judgment.verdict == BAD and judgment.critique:
+                    critiques.append(judgment.critique)
+        m.update({"gcd/external_asked": float(asked), "gcd/external_good": float(good),
+                  "gcd/external_bad": float(bad), "time/judge_external": time.perf_counter() - t0})
+        return items
+
+    # ----- the judge task -----
+    def _judge_samples(self, ctx, kept: list[tuple[str, JudgedStep]], critiques: list[str], m) -> list[Sample]:
+        from agentgym.agents import SamplingConfig
+        from agentgym.train.advantages import group_advantages
+        from agentgym.train.chat import ChatEncoder
+
+        m.update({"gcd/judge_samples": 0.0, "time/judge_generate": 0.0, "tokens/judge_generated": 0.0,
+                  "gcd/judge_reward_mean": float("nan"), "gcd/judge_zero_adv_frac": float("nan")})
+        m.update(judgment_metrics([], []))
+        if not kept:
+            return []
+        r = getattr(ctx.config, "rollout", None)
+        encoder = ChatEncoder(ctx.tokenizer)
+        limit = r.max_prompt_tokens if r is not None else None
+        prompts, steps = [], []
+        for label, step in kept:
+            ids = encoder.prompt_ids(judge_prompt(step.task, step.observation, step.action, self.correction.mistakes))
+            if limit is not None and len(ids) > limit:
+                continue  # a prompt past the rollout's limit would not fit the model either
+            prompts.append(ids)
+            steps.append((label, step))
+        m["gcd/judge_too_long"] = float(len(kept) - len(steps))
+        if not steps:
+            return []
+        sampling = SamplingConfig(max_new_tokens=self.cfg.judge_max_new_tokens,
+                                  temperature=r.temperature if r is not None else 1.0,
+                                  top_p=r.top_p if r is not None else 1.0)
+        k = self.cfg.k
+        t0 = time.perf_counter()
+        with self._autocast(ctx):
+            completions = ctx.policy.generate([ids for ids in prompts for _ in range(k)], sampling)
+        m["time/judge_generate"] = time.perf_counter() - t0
+        rewards = [judge_reward(c.text, steps[j // k][0]) for j, c in enumerate(completions)]
+        std = getattr(getattr(ctx.config, "optim", None), "std_normalize", True)
+        adv = group_advantages(rewards, [j // k for j in range(len(completions))], normalize_std=std)
+        samples, verdicts = [], []
+        for j, (label, step) in enumerate(steps):
+            said = []
+            for c, a in zip(completions[j * k:(j + 1) * k], adv[j * k:(j + 1) * k]):
+                ids = list(c.token_ids)
+                samples.append(Sample(prompts[j] + ids, [0] * len(prompts[j]) + [1] * len(ids), float(a),
+                                      kind="judge", episode=step.episode))
+                verdict = parse_verdict(c.text)
+                said.append(verdict)
+                if label == BAD and verdict == BAD:
+                    critiques.append(critique_of(c.text))
+            verdicts.append(said)
+        m.update(judgment_metrics([label for label, _ in steps], verdicts))
+        tied = [np.ptp(rewards[j * k:(j + 1) * k]) == 0 for j in range(len(steps))]
+        m.update({"gcd/judge_samples": float(len(samples)), "gcd/judged_steps": float(len(steps)),
+                  "tokens/judge_generated": float(sum(len(c.token_ids) for c in completions)),
+                  "gcd/judge_reward_mean": float(np.mean(rewards)), "gcd/judge_zero_adv_frac": float(np.mean(tied))})
+        return samples
+
+    @staticmethod
+    def _autocast(ctx):
+        # generate under the same autocast as the rollout, so judgments are sampled like actions
+        import contextlib
+
+        from agentgym.train.update import autocast_context
+
+        model = getattr(ctx.policy, "model", None)
+        if model is None or ctx.config is None:
+            return contextlib.nullcontext()
+        device = next(model.parameters()).device
+        return autocast_context(device, bool(ctx.config.model.bf16))
+
+    # ----- prompt-based correction -----
+    def _correct(self, ctx, critiques: list[str], m) -> None:
+        self.correction.add_critiques(critiques)
+        m["gcd/critiques_gathered"] = float(len(critiques))
+        m["gcd/critiques_pending"] = float(len(self.correction.critiques))
+        done = ctx.step + 1
+        for key in ("refreshed", "source_self", "source_external", "source_offline"):
+            m[f"gcd/correction_{key}"] = 0.0
+        m["gcd/correction_items"] = float(len(self.correction.mistakes))
+        self._trim_log(ctx, done - 1)
+        if not self.correction.due(done):
+            return
+        pending = list(self.correction.critiques)
+        before = list(self.correction.mistakes)
+        t0 = time.perf_counter()
+        if pending:
+            mistakes, source = self._summarize(ctx, pending)
+        else:  # nothing new to go on: keep the list, restart the period
+            mistakes, source = before, "kept"
+        self.correction.update(done, mistakes)
+        m["time/correction"] = time.perf_counter() - t0
+        m["gcd/correction_refreshed"] = 1.0
+        if source in ("self", "external", "offline"):
+            m[f"gcd/correction_source_{source}"] = 1.0
+        m["gcd/correction_items"] = float(len(self.correction.mistakes))
+        if self.correction.mistakes != before:
+            self._write_list(ctx, done, source, len(pending))
+
+    def _summarize(self, ctx, critiques: list[str]) -> tuple[list[str], str]:
+        n = self.cfg.correction_items
+        if self.judge is not None:
+            from agentgym.train.gcd.external import JudgeUnavailable
+
+            try:
+                got = self.judge.summarize_mistakes(critiques, n)
+            except JudgeUnavailable as e:
+                self._say(ctx, f"gcd: external judge unavailable for the mistakes summary, counted offline: {e}",
+                          err=True)
+                got = []
+            if got:
+                return got, "external"
+        else:
+            got = parse_mistakes(self._self_summary(ctx, critiques), n)
+            if got:
+                return got, "self"
+        return summarize_mistakes(critiques, n), "offline"
+
+    def _self_summary(self, ctx, critiques: list[str]) -> str:
+        from agentgym.agents import SamplingConfig
+        from agentgym.train.chat import ChatEncoder
+
+        ids = ChatEncoder(ctx.tokenizer).prompt_ids(mistakes_summary_prompt(critiques, self.cfg.correction_items))
+        # greedy: the summary is an answer, not an exploration, and draws no random numbers
+        with self._autocast(ctx):
+            (c,) = ctx.policy.generate([ids], SamplingConfig(max_new_tokens=self.cfg.summary_max_new_tokens,
+                                                             temperature=0.0))
+        return c.text
+
+    # ----- the list as text -----
+    def _log_path(self, ctx) -> Path | None:
+        out = getattr(getattr(ctx.config, "run", None), "output_dir", None)
+        return Path(out) / MISTAKES_FILE if out else None
+
+    def _trim_log(self, ctx, upto: int) -> None:
+        """Once per run: drop lines written after the step this run started from (a resume), as
+        metrics.jsonl does, so the file reads as if the run had never stopped."""
+        if self._log_checked:
+            return
+        self._log_checked = True
+        path = self._log_path(ctx)
+        if path is None or not path.exists():
+            return
+        lines = [line for line in path.read_text().splitlines() if line.strip()]
+        kept = [line for line in lines if ctx.step > 0 and json.loads(line).get("step", 0) <= upto]
+        path.write_text("".join(line + "\n" for line in kept))
+
+    def _write_list(self, ctx, step: int, source: str, n_critiques: int) -> None:
+        path = self._log_path(ctx)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a") as f:
+                f.write(json.dumps({"step": step, "mistakes": self.correction.mistakes, "source": source,
+                                    "critiques": n_critiques}) + "\n")
+        listed = "".join(f"\n  - {x}" for x in self.correction.mistakes) or " (empty)"
+        self._say(ctx, f"gcd: common mistakes at step {step} ({source}, from {n_critiques} critiques):{listed}")
+
+    @staticmethod
+    def _say(ctx, text: str, err: bool = False) -> None:
+        if ctx.config is not None and ctx.config.run.quiet and not err:
+            return
+        from tqdm.auto import tqdm
+
+        tqdm.write(text, file=sys.stderr if err else sys.stdout)
+
+
+def gcd_extensions(config) -> list[TrainerExtension]:
+    """The extensions of a GCD run: GiGPO first when ``config.gcd.base == "gigpo"``, then GCD."""
+    from agentgym.train.extensions.gigpo import GiGPO
+
+    base = [GiGPO(getattr(config, "gigpo", None))] if config.gcd.base == "gigpo" else []
+    return base + [GCD(config.gcd)]

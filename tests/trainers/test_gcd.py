@@ -1,0 +1,131 @@
+"""trainers/gcd.py on the real envs with the tiny model: smoke runs on ToolQA (GRPO and GiGPO
+bases) and ALFWorld, the external judge against a local stub (up and down), an exact resume with
+the mistakes list restored, and the cold start's judge samples.
+
+The random tiny model writes no valid action, so every step it takes is labelled bad: the runs use
+``balance="none"`` (a balanced batch would have no good step and train no judge) and the templated
+critiques of those steps (``correction_rule_critiques``) so the mistakes list fills.
+"""
+
+import json
+import socket
+import time
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import gcd
+from agentgym.train.config import SFTRunConfig, build
+from agentgym.train.gcd.correction import MISTAKES_HEADER
+from agentgym.train.gcd.judge import parse_verdict
+from agentgym.train.sft import _recipe, read_record, run_sft
+from trainer_helpers import TOOLQA_SMALL, small_config
+
+VOLATILE = ("time/", "tokens_per_second")
+JUDGE = dict(k=2, max_judged_steps=4, balance="none", judge_max_new_tokens=12, correction_every=1,
+             correction_rule_critiques=True, summary_max_new_tokens=12)
+
+
+def rows(path, name="metrics.jsonl"):
+    return [json.loads(line) for line in open(path / "run" / name)]
+
+
+@pytest.mark.parametrize("base", ["grpo", "gigpo"])
+def test_gcd_smoke_on_toolqa_trains_the_judge_in_the_same_update(tmp_path, base):
+    cfg = small_config(tmp_path, cls=gcd.GCDTrainConfig, num_steps=2, num_epochs=1, num_minibatches=1,
+                       gcd={**JUDGE, "base": base, "lam": 0.5})
+    result = gcd.main(cfg)
+    assert len(result.history) == 2
+    for r in result.history:
+        assert r["gcd/judge_samples"] == 2 * r["gcd/judged_steps"] > 0
+        assert r["gcd/labels_bad"] == r["gcd/judged_steps"] and "loss/judge" in r and "loss/policy" in r
+        assert r["time/judge_generate"] > 0 and r["tokens/judge_generated"] > 0
+        assert ("gigpo/step_groups" in r) == (base == "gigpo")
+    assert result.history[0]["gcd/correction_refreshed"] == 1
+    (line,) = rows(tmp_path, "gcd_mistakes.jsonl")
+    assert line["step"] == 1 and line["mistakes"] == ["the action was invalid"] and line["source"] in ("self", "offline")
+    state = torch.load(tmp_path / "run" / "checkpoints" / "step_2" / "trainer_state.pt", weights_only=False)
+    assert state["extra"]["extension"]["gcd"]["correction"]["mistakes"] == line["mistakes"]
+    assert state["extra"]["method"] == f"gcd-{base}"
+
+
+def test_gcd_resume_with_its_mistakes_list_matches_an_uninterrupted_run_bitwise(tmp_path):
+    kw = dict(cls=gcd.GCDTrainConfig, gcd=JUDGE)
+    gcd.main(small_config(tmp_path / "full", **kw))
+    gcd.main(small_config(tmp_path / "cut", num_steps=2, **kw))
+    state = torch.load(tmp_path / "cut" / "run" / "checkpoints" / "step_2" / "trainer_state.pt", weights_only=False)
+    assert state["extra"]["extension"]["gcd"]["correction"]["mistakes"] == ["the action was invalid"]
+    result = gcd.main(small_config(tmp_path / "cut", resume="auto", **kw))
+    # the resumed run's first episodes already carry the restored list in their system prompt
+    assert result.history[0]["step"] == 3
+    full, cut = rows(tmp_path / "full"), rows(tmp_path / "cut")
+    strip = lambda log: [{k: v for k, v in r.items() if not k.startswith(VOLATILE)} for r in log]  # noqa: E731
+    assert strip(cut) == strip(full) and [r["step"] for r in cut] == [1, 2, 3, 4]
+    assert sum(r["gcd/judge_samples"] for r in full) > 0
+    a = load_file(str(tmp_path / "full" / "run" / "checkpoints" / "step_4" / "model.safetensors"))
+    b = load_file(str(tmp_path / "cut" / "run" / "checkpoints" / "step_4" / "model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert rows(tmp_path / "cut", "gcd_mistakes.jsonl") == rows(tmp_path / "full", "gcd_mistakes.jsonl")
+
+
+def test_system_prompt_of_later_episodes_carries_the_list(tmp_path):
+    from agentgym.train.extensions import GCD, GCDConfig
+
+    ext = GCD(GCDConfig(**JUDGE))
+    gcd.train(small_config(tmp_path, cls=gcd.GCDTrainConfig, num_steps=1, gcd=JUDGE), [ext], name="gcd")
+    prompt = ext.system_prompt("Base prompt.")
+    assert prompt.startswith("Base prompt.") and f"{MISTAKES_HEADER}\n- the action was invalid" in prompt
+
+
+def test_external_judge_path_against_a_local_stub(tmp_path, chat_server):
+    chat_server.reply = lambda body: ("- Write one well-formed action." if "Critiques of bad actions" in
+                                      body["messages"][-1]["content"] else "Fine. <judge>good</judge>")
+    result = gcd.main(small_config(tmp_path, cls=gcd.GCDTrainConfig, num_steps=1,
+                                   gcd={**JUDGE, "judge_url": chat_server.url, "judge_timeout": 10.0}))
+    r = result.history[0]
+    assert r["gcd/external_skipped"] == 0 and r["gcd/external_asked"] == len(chat_server.requests) - 1
+    assert r["gcd/correction_source_external"] == 1
+    assert rows(tmp_path, "gcd_mistakes.jsonl")[0]["mistakes"] == ["Write one well-formed action."]
+
+
+def test_a_down_external_judge_is_a_logged_skip_and_the_run_goes_on(tmp_path, capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    t0 = time.monotonic()
+    result = gcd.main(small_config(tmp_path, cls=gcd.GCDTrainConfig, num_steps=1,
+                                   gcd={**JUDGE, "judge_url": url, "judge_timeout": 1.0, "judge_retries": 0}))
+    assert time.monotonic() - t0 < 60 and len(result.history) == 1
+    assert result.history[0]["gcd/correction_source_offline"] == 1
+    assert "external judge unavailable" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_gcd_runs_alfworld_in_the_window_layout(tmp_path):
+    result = gcd.main(small_config(tmp_path, cls=gcd.GCDTrainConfig, env_id="ALFWorld-v0",
+                                   env_kwargs='{"max_turns": 3}', layout="window", window=1, num_groups=1,
+                                   group_size=2, num_steps=2, max_new_tokens=12, num_epochs=1, num_minibatches=1,
+                                   gcd=JUDGE))
+    assert len(result.history) == 2 and all(r["gcd/judge_samples"] > 0 for r in result.history)
+    assert (tmp_path / "run" / "checkpoints" / "step_2" / "trainer_state.pt").exists()
+
+
+def test_cold_start_mixes_balanced_judge_samples_and_keeps_the_old_recipe_without(tmp_path, capsys):
+    from agentgym.agents.tiny import resolve_model_path
+    from agentgym.train.chat import ChatEncoder
+    from agentgym.train.setup import load_tokenizer
+    from agentgym.train.sft import judge_samples
+
+    kw = dict(env_kwargs=TOOLQA_SMALL, num_episodes=8, seed=0, progress=False, tensorboard=False)
+    plain = build(SFTRunConfig, **kw)
+    assert "judge_samples" not in _recipe(plain)["sft"]  # cold starts cached before the flag stay valid
+    cfg = build(SFTRunConfig, **kw, judge_samples=8, num_steps=3, output_dir=str(tmp_path / "sft"))
+    tok = load_tokenizer(resolve_model_path("tiny"))
+    samples, stats = judge_samples(cfg, ChatEncoder(tok))
+    assert len(samples) == 8 and stats["good"] == stats["bad"] == 4
+    verdicts = [parse_verdict(tok.decode([t for t, m in zip(s.input_ids, s.loss_mask) if m])) for s in samples]
+    assert sorted(verdicts) == ["bad"] * 4 + ["good"] * 4
+    final = run_sft(cfg)
+    assert read_record(final)["recipe"]["sft"]["judge_samples"] == 8
+    assert "8 judge samples (4 good, 4 bad" in capsys.readouterr().out
