@@ -4,6 +4,7 @@ classes declare them."""
 import os
 
 import dapo
+import gcd
 import gigpo
 import vspo
 from agentgym.train.config import SFTRunConfig, TrainConfig, flag_rows
@@ -12,7 +13,8 @@ DOC = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "trainers
 
 
 def test_every_flag_is_documented_as_declared():
-    configs = [TrainConfig(), SFTRunConfig(), vspo.VSPOTrainConfig(), gigpo.GiGPOTrainConfig(), dapo.DAPOTrainConfig()]
+    configs = [TrainConfig(), SFTRunConfig(), vspo.VSPOTrainConfig(), gigpo.GiGPOTrainConfig(), dapo.DAPOTrainConfig(),
+               gcd.GCDTrainConfig()]
     missing = [f"| `{flag}` | `{default}` | {doc} |" for config in configs
                for flag, default, doc in flag_rows(config) if f"| `{flag}` | `{default}` | {doc} |" not in DOC]
     assert not missing, "docs/trainers.md is out of date:\n" + "\n".join(missing)
