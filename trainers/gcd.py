@@ -12,7 +12,7 @@ each time it changes.
 
 from dataclasses import dataclass, field
 
-from agentgym.train.config import RunConfig, TrainConfig, parse
+from agentgym.train.config import ColdStartConfig, RunConfig, TrainConfig, parse
 from agentgym.train.extensions import GCDConfig, GiGPOConfig, gcd_extensions
 from agentgym.train.loop import TrainResult, train
 
@@ -29,4 +29,6 @@ def main(config: GCDTrainConfig) -> TrainResult:
 
 
 if __name__ == "__main__":
-    main(parse(GCDTrainConfig, description=__doc__, default=GCDTrainConfig(run=RunConfig(output_dir="runs/gcd"))))
+    # as the paper's cold start: judge samples mixed into the expert data
+    defaults = GCDTrainConfig(run=RunConfig(output_dir="runs/gcd"), cold_start=ColdStartConfig(cold_start_judge_samples=64))
+    main(parse(GCDTrainConfig, description=__doc__, default=defaults))

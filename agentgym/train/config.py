@@ -264,8 +264,11 @@ class ColdStartConfig:
     """distinct expert episodes (tasks) of the cold start; RL never trains on these tasks"""
     cold_start_lr: float = 3e-3
     """cold-start AdamW learning rate"""
+    cold_start_judge_samples: int = 0
+    """GCD cold start: judge samples (critique + verdict) mixed into the expert data (0: none)"""
 
     def validate(self) -> None:
+        _at_least("cold-start-judge-samples", self.cold_start_judge_samples, 0)
         _at_least("cold-start-steps", self.cold_start_steps, 0)
         _at_least("cold-start-episodes", self.cold_start_episodes, 1)
         _finite("cold-start-lr", self.cold_start_lr, positive=True)

@@ -42,7 +42,8 @@ def cold_start(config: TrainConfig) -> str:
     sft_cfg = SFTRunConfig(env=config.env, model=config.model,
                            sft=SFTConfig(num_episodes=config.cold_start.cold_start_episodes,
                                          num_steps=config.cold_start.cold_start_steps,
-                                         learning_rate=config.cold_start.cold_start_lr),
+                                         learning_rate=config.cold_start.cold_start_lr,
+                                         judge_samples=config.cold_start.cold_start_judge_samples),
                            layout=config.rollout.layout, window=config.rollout.window, seed=config.run.seed,
                            output_dir=os.path.join(config.run.output_dir, "sft"),
                            tensorboard=config.run.tensorboard, progress=config.run.progress, quiet=config.run.quiet)
