@@ -1,0 +1,165 @@
+"""Every shell command in README.md and docs/*.md runs as written, at a tiny size.
+
+The commands are read from the ```bash blocks, in order (later commands use what earlier ones
+wrote, e.g. ``--model runs/sft/final``), and run in a scratch directory that holds the repo's
+``trainers/`` and ``benchmarks/``. Only their size changes: flags that shrink steps, episodes
+and tokens are appended (the last occurrence of a flag wins), and a checkpoint path names the
+step the shrunk run wrote. What cannot run here is listed in ``NOT_RUN`` with the reason.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+DOCS = ["README.md"] + sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"),
+                                                                           recursive=True))
+
+# commands that need what a test machine does not have, and why
+NOT_RUN = {
+    "pip install": "installs packages (the test environment is the install)",
+    "python -m pytest": "the suite itself",
+    "agentgym play": "interactive (tests/test_cli_and_spaces.py drives it)",
+    "openai:http": "needs a served model (tests/leaderboard scores one behind a stub server)",
+    "--gcd.judge-url": "needs a judge endpoint (tests/trainers/test_gcd.py uses a stub server)",
+    "/path/to/your/checkpoint": "a placeholder for the reader's own checkpoint",
+    "[--": "usage syntax, not a command",
+    "merge runs/board-a": "needs two earlier boards (tests/leaderboard covers merge)",
+    "--split L0 L1 L2": "a long multi-split board (tests/leaderboard and tests/envs/test_levels.py cover levels)",
+    "benchmarks/results/board": "the full published board (minutes per env)",
+}
+TRAINER_SHRINK = ("--num-steps 1 --num-groups 1 --group-size 2 --max-new-tokens 4 --cold-start-steps 2 "
+                  "--cold-start-episodes 2 --cold-start-judge-samples 0 --eval-episodes 2 --save-every 1 "
+                  "--no-progress --quiet --no-tensorboard")
+SHRINK = [
+    (r"^python trainers/sft\.py", "--num-steps 2 --num-episodes 2 --batch-size 2 --no-progress --quiet --no-tensorboard"),
+    (r"^python trainers/\w+\.py", TRAINER_SHRINK),
+    (r"^agentgym eval", "--num-episodes 2 --batch-size 2 --max-new-tokens 4"),
+    (r"^agentgym expert-data", "--episodes 2"),
+    (r"(agentgym leaderboard|benchmarks/leaderboard\.py)( --agents|$)", "--limit 1 --max-new-tokens 4"),
+]
+ALFWORLD_SMALL = "--env-kwargs '{\"max_turns\": 30}' --window 1"
+
+
+def shell_commands() -> list[tuple[str, str]]:
+    """(file, command) of every shell line in the docs, continuation lines joined, in order."""
+    out = []
+    for rel in DOCS:
+        text = open(os.path.join(ROOT, rel)).read()
+        for lang, body in re.findall(r"```(\w*)\n(.*?)```", text, flags=re.S):
+            if lang not in ("bash", "sh", "shell"):
+                continue
+            for line in body.replace("\\\n", " ").splitlines():
+                line = line.strip()
+                if line and not line.startswith("#"):
+                    out.append((rel, line))
+    return out
+
+
+def runnable(command: str) -> str | None:
+    """The command at a tiny size, or None when it is in ``NOT_RUN``."""
+    if " && " in command:
+        command = command.split(" && ", 1)[1]  # the install half is the test environment itself
+    if any(key in command for key in NOT_RUN):
+        return None
+    command = re.sub(r"\s+#.*$", "", command)
+    # a shrunk run writes step_1, not the full run's step_30
+    command = re.sub(r"checkpoints/step_\d+", "checkpoints/step_1", command)
+    for pattern, extra in SHRINK:
+        if re.search(pattern, command):
+            command = f"{command} {extra}"
+            break
+    if "ALFWorld-v0" in command and command.startswith("python trainers/"):
+        command = f"{command} {ALFWORLD_SMALL}"
+    return command
+
+
+def test_the_docs_have_commands_and_every_skip_says_why():
+    commands = shell_commands()
+    assert len(commands) > 10
+    skipped = [c for _, c in commands if runnable(c) is None]
+    assert len(skipped) < len(commands) / 2, skipped
+
+
+@pytest.mark.slow
+def test_every_documented_command_runs(tmp_path):
+    for name in ("trainers", "benchmarks"):
+        os.symlink(os.path.join(ROOT, name), tmp_path / name)
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    failures = []
+    for rel, command in shell_commands():
+        shrunk = runnable(command)
+        if shrunk is None:
+            continue
+        argv = shlex.split(shrunk)
+        if argv[0] == "python":
+            argv[0] = sys.executable
+        elif argv[0] == "agentgym":
+            argv = [sys.executable, "-m", "agentgym.cli", *argv[1:]]
+        got = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        if got.returncode != 0:
+            failures.append(f"{rel}: {command}\n  ran: {shrunk}\n  exit {got.returncode}: {got.stderr[-800:]}")
+    assert not failures, "\n\n".join(failures)
+
+
+# Python snippets that are fragments or name the reader's own files, and why they are not run
+SNIPPET_NOT_RUN = {
+    "data_path=\"~/alfworld_data\"": "the reader's own ALFWorld download",
+    "nq_test.jsonl": "the reader's own Search-R1 files (tests/envs/test_toolqa.py loads such files)",
+    "class MyAgent": "an interface outline (tests/leaderboard runs a module:Class agent)",
+    ">>>": "doctests, run by tests/vector/test_docs.py",
+}
+_LOOKS_LIKE_OUTPUT = re.compile(r"^\s*print\((.*)\)\s*#\s*((?:[\[{(\"'\d-]|True|False|None).*)$")
+
+
+def python_snippets() -> list[tuple[str, str]]:
+    """(file, code) of every ```python block that starts with an import (a whole program)."""
+    out = []
+    for rel in DOCS:
+        for body in re.findall(r"```python\n(.*?)```", open(os.path.join(ROOT, rel)).read(), flags=re.S):
+            if body.lstrip().startswith(("import ", "from ")):
+                out.append((rel, body))
+    return out
+
+
+def checked(code: str) -> str:
+    """The snippet with each ``print(x)  # <output>`` turned into a check that it prints that."""
+    lines = []
+    for line in code.splitlines():
+        m = _LOOKS_LIKE_OUTPUT.match(line)
+        if m:
+            indent = line[: len(line) - len(line.lstrip())]
+            # the comment may go on after the output, past a colon: "{...}: why"
+            lines.append(f"{indent}__check({m.group(2)!r}, {m.group(1)})")
+        else:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def _check(expected: str, *values) -> None:
+    printed = " ".join(str(v) for v in values)
+    assert expected == printed or expected.startswith(printed + ":"), f"prints {printed!r}, the docs say {expected!r}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rel,code", python_snippets(), ids=lambda x: x if x.endswith(".md") else "")
+def test_every_documented_python_snippet_runs_and_prints_what_it_says(rel, code, tmp_path, monkeypatch, tiny_path):
+    reason = next((why for key, why in SNIPPET_NOT_RUN.items() if key in code), None)
+    if reason:
+        pytest.skip(reason)
+    monkeypatch.chdir(tmp_path)
+    code = code.replace('"path/to/checkpoint"', repr(tiny_path))  # the reader's checkpoint: the tiny model
+    namespace = {"__check": _check, "__name__": "__docs__"}
+    try:
+        exec(compile(checked(code), f"{rel} snippet", "exec"), namespace)
+    finally:
+        for value in list(namespace.values()):
+            if hasattr(value, "close") and hasattr(value, "step"):
+                value.close()  # envs and vector envs the snippet left open
