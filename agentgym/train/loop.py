@@ -272,9 +272,10 @@ def _update(model, ref_model, optimizer, samples, config: TrainConfig, pad_id: i
 def summary_line(step: int, m: dict[str, float]) -> str:
     """The per-step line: training-batch numbers (not held-out ones), so it says "batch"."""
     nan = float("nan")
-    return (f"step {step:4d}  batch reward {m.get('reward/mean', nan):.3f}  batch success {m.get('success/mean', nan):.2f}  "
-            f"format {m.get('terms/format', float('nan')):.2f}  loss {m.get('loss/policy', float('nan')):+.4f}  "
-            f"kl {m.get('kl', 0.0):.4f}  tok/s {m['tokens_per_second']:.0f}  {m['time/step']:.1f}s")
+    return (f"step {step:4d}  batch reward {m.get('reward/mean', nan):.3f}  "
+            f"batch success {m.get('success/mean', nan):.2f}  format {m.get('terms/format', nan):.2f}  "
+            f"loss {m.get('loss/policy', nan):+.4f}  kl {m.get('kl', 0.0):.4f}  "
+            f"tok/s {m['tokens_per_second']:.0f}  {m['time/step']:.1f}s")
 
 
 def final_line(config: TrainConfig, evaluation: dict) -> str:
