@@ -50,12 +50,22 @@ class TinyConfig:
     max_position_embeddings: int = 8192
     seed: int = 0
     """Seed of the random weights."""
+    pretokenizer: str = "bytelevel"
+    """``bytelevel``: GPT-2's rule, a word's leading space is part of its token, so a word after a
+    space and the same word after ``>`` or ``"`` are different tokens. ``words``: spaces are tokens
+    of their own, so a word is the same tokens wherever it stands, and copying a name from the
+    question into a query (or a value from a passage into the answer) is copying tokens as they are."""
 
 
 SIZES = {
     "tiny": TinyConfig(),
     "small": TinyConfig(hidden_size=128, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=512,
                         vocab_size=4096),
+    # The default of the RL trainers: wide heads (2 x 64) and the `words` tokenizer, so copying an
+    # entity name from the question into the query and a value from the passage into the answer
+    # is learnt within a CPU cold start.
+    "wide": TinyConfig(hidden_size=128, num_layers=2, num_heads=2, num_kv_heads=2, intermediate_size=512,
+                       vocab_size=2048, pretokenizer="words"),
 }
 
 # Text every tiny tokenizer sees, so common symbols of agent output get merges even without envs.
@@ -104,13 +114,25 @@ def env_corpus(env_ids: Sequence[str], episodes_per_env: int = 64, seed: int = 0
     return texts
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int):
-    """A byte-level BPE tokenizer with ChatML special tokens, as a transformers tokenizer."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def train_tokenizer(texts: Iterable[str], vocab_size: int, pretokenizer: str = "bytelevel"):
+    """A byte-level BPE tokenizer with ChatML special tokens, as a transformers tokenizer.
+
+    ``pretokenizer``: ``bytelevel`` (GPT-2's split: a word keeps its leading space) or ``words``
+    (runs of spaces, letters, digits and other symbols are split apart, so spaces are tokens of
+    their own and a word's tokens do not depend on what precedes it).
+    """
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    if pretokenizer == "bytelevel":
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    elif pretokenizer == "words":
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(r"\s+|\p{L}+|\p{N}+|[^\s\p{L}\p{N}]+"), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    else:
+        raise ValueError(f"pretokenizer must be 'bytelevel' or 'words', got {pretokenizer!r}")
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
@@ -136,6 +158,15 @@ def _model_config(cfg: TinyConfig, tokenizer):
     raise ValueError(f"arch must be 'qwen2' or 'llama', got {cfg.arch!r}")
 
 
+def _key_fields(cfg: TinyConfig) -> dict:
+    """The config as the cache key sees it: a field added after a model was cached counts only when
+    it differs from its default, so models built before it keep their cache entries."""
+    fields = asdict(cfg)
+    if fields["pretokenizer"] == "bytelevel":
+        del fields["pretokenizer"]
+    return fields
+
+
 def build_tiny_model(
     env_ids: Sequence[str] = ("ToolQA-v0",),
     size: str | TinyConfig = "tiny",
@@ -151,7 +182,7 @@ def build_tiny_model(
     if isinstance(size, str) and size not in SIZES:
         raise ValueError(f"size must be one of {sorted(SIZES)} or a TinyConfig, got {size!r}")
     texts = _BASE_TEXT + env_corpus(env_ids, episodes_per_env)
-    key = hashlib.sha256(json.dumps([BUILD_VERSION, asdict(cfg), texts]).encode("utf-8")).hexdigest()[:12]
+    key = hashlib.sha256(json.dumps([BUILD_VERSION, _key_fields(cfg), texts]).encode("utf-8")).hexdigest()[:12]
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     out = root / f"tiny-{cfg.arch}-h{cfg.hidden_size}-l{cfg.num_layers}-{key}"
     if (out / "config.json").exists() and not force:
@@ -160,7 +191,7 @@ def build_tiny_model(
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig
 
-    tokenizer = train_tokenizer(texts, cfg.vocab_size)
+    tokenizer = train_tokenizer(texts, cfg.vocab_size, cfg.pretokenizer)
     config = _model_config(cfg, tokenizer)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)

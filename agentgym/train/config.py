@@ -27,7 +27,7 @@ import tyro
 DEFAULT_ENV_KWARGS = {
     "ToolQA-v0": {"question_kinds": ["single_hop"], "max_turns": 4},
 }
-TINY_MODELS = ("tiny", "tiny-small")
+TINY_MODELS = ("tiny", "tiny-small", "tiny-wide")
 
 
 class ConfigError(ValueError):
@@ -108,7 +108,7 @@ class ModelConfig:
     """The model and where it runs."""
 
     model: str = "tiny"
-    """local checkpoint directory, or `tiny` / `tiny-small` to build one offline"""
+    """local checkpoint directory, or `tiny` / `tiny-small` / `tiny-wide` to build one offline"""
     device: str = "auto"
     """`auto`, `cpu` or `cuda[:N]`"""
     cpu_threads: int = 1
@@ -259,16 +259,19 @@ class ColdStartConfig:
     """SFT on expert episodes before RL, for the built-in tiny models."""
 
     cold_start_steps: int = 100
-    """with `--model tiny`/`tiny-small`: SFT steps on expert episodes first (0: none)"""
+    """with a built-in `--model tiny*`: SFT steps on expert episodes first (0: none)"""
     cold_start_episodes: int = 128
     """distinct expert episodes (tasks) of the cold start; RL never trains on these tasks"""
     cold_start_lr: float = 3e-3
     """cold-start AdamW learning rate"""
+    cold_start_batch_size: int = 16
+    """cold-start sequences per optimizer step"""
     cold_start_judge_samples: int = 0
     """GCD cold start: judge samples (critique + verdict) mixed into the expert data (0: none)"""
 
     def validate(self) -> None:
         _at_least("cold-start-judge-samples", self.cold_start_judge_samples, 0)
+        _at_least("cold-start-batch-size", self.cold_start_batch_size, 1)
         _at_least("cold-start-steps", self.cold_start_steps, 0)
         _at_least("cold-start-episodes", self.cold_start_episodes, 1)
         _finite("cold-start-lr", self.cold_start_lr, positive=True)

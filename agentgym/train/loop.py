@@ -43,6 +43,8 @@ def cold_start(config: TrainConfig) -> str:
                            sft=SFTConfig(num_episodes=config.cold_start.cold_start_episodes,
                                          num_steps=config.cold_start.cold_start_steps,
                                          learning_rate=config.cold_start.cold_start_lr,
+                                         batch_size=config.cold_start.cold_start_batch_size,
+                                         micro_batch_size=config.cold_start.cold_start_batch_size,
                                          judge_samples=config.cold_start.cold_start_judge_samples),
                            layout=config.rollout.layout, window=config.rollout.window, seed=config.run.seed,
                            output_dir=os.path.join(config.run.output_dir, "sft"),
