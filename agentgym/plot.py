@@ -16,10 +16,8 @@ Needs matplotlib: ``pip install "agentgym[bench]"`` (``[dev]`` has it too).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -31,25 +29,14 @@ EVAL_KEYS = (("eval/success/before", "eval/success/after", "success", "o"),
 
 
 def read_metrics_lines(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
-    """The rows of ``run_dir/metrics.jsonl``; a line that is not a JSON object is skipped with a
-    warning (a run killed mid-write leaves its last line cut short)."""
+    """The rows of ``run_dir/metrics.jsonl``; a line cut short (a run killed mid-write) is skipped
+    with a warning."""
+    from agentgym.train.metrics import read_metrics
+
     path = Path(run_dir) / "metrics.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: is {run_dir} the --output-dir of a training run?")
-    rows = []
-    for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            warnings.warn(f"{path}:{number}: skipping a line that is not valid JSON (cut short?)", stacklevel=2)
-            continue
-        if not isinstance(row, dict):
-            warnings.warn(f"{path}:{number}: skipping a line that is not a JSON object", stacklevel=2)
-            continue
-        rows.append(row)
-    return rows
+    return read_metrics(run_dir)
 
 
 def _series(rows: list[dict[str, Any]], key: str) -> tuple[list[float], list[float]]:

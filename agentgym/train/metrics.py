@@ -68,13 +68,13 @@ def _rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """(line, row) of every whole line; a line cut short (power lost mid-write) is dropped with a
     warning rather than failing the resume that reads it."""
     out = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
         except ValueError:
-            warnings.warn(f"{path}:{n}: dropped a partial line ({len(line)} characters)", stacklevel=3)
+            warnings.warn(f"{path}:{n}: skipping a line that is not valid JSON (cut short?)", stacklevel=3)
             continue
         if isinstance(row, dict):
             out.append((line, row))
