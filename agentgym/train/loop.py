@@ -108,7 +108,6 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     from agentgym.train.samples import episode_samples, per_turn
     from agentgym.train.setup import load_model, load_tokenizer, make_env_batch, resolve_device, seed_everything
     from agentgym.train.stats import episode_metrics
-    from agentgym.train.update import sample_logprobs, train_step
 
     config.validate()
     ext = extensions if isinstance(extensions, Extensions) else Extensions(
@@ -196,7 +195,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
             # ----- update -----
             t_update = time.perf_counter()
             update_metrics = _update(model, ref_model, optimizer, samples, config, tokenizer.pad_token_id, bf16,
-                                     loss_cfg, loss_configs, loss_weights, sample_logprobs, train_step)
+                                     loss_cfg, loss_configs, loss_weights)
             update_time = time.perf_counter() - t_update
 
             # ----- log -----
@@ -247,8 +246,10 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
 
 
 def _update(model, ref_model, optimizer, samples, config: TrainConfig, pad_id: int, bf16: bool, loss_cfg,
-            loss_configs, loss_weights, sample_logprobs, train_step) -> dict[str, float]:
+            loss_configs, loss_weights) -> dict[str, float]:
     """Optimizer steps on one batch of samples (epochs x minibatches); the last step's numbers."""
+    from agentgym.train.update import sample_logprobs, train_step
+
     o = config.optim
     temperature = config.rollout.temperature
     if not samples:

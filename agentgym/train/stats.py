@@ -36,8 +36,6 @@ def episode_metrics(episodes: Sequence[Episode], advantages: Sequence[float] | N
     stopped = [t.completion.finish_reason == "stop" for ep in episodes for t in ep.turns]
     if stopped:
         out["completion/stop_rate"] = float(np.mean(stopped))
-    # pass rate of the format gate (the first PRS stage), for threshold schedules
-    out["prs/pass_rate"] = float(np.mean([ep.episode_terms.get("format", 0.0) >= 1.0 - 1e-9 for ep in episodes]))
     if advantages is not None:
         adv = np.asarray(advantages, dtype=np.float64)
         groups: dict = {}
