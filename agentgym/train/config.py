@@ -249,9 +249,13 @@ class EvalConfig:
     """split for the before/after evaluation (held out: no training task comes from it)"""
     eval_seed: int = 10_000
     """task seed of the first evaluation episode (the same tasks before and after)"""
+    eval_every: int = 0
+    """also evaluate every N steps, for a learning curve (`eval/success`, `eval/return`; 0: only
+    before and after)"""
 
     def validate(self) -> None:
         _at_least("eval-episodes", self.eval_episodes, 0)
+        _at_least("eval-every", self.eval_every, 0)
 
 
 @dataclass

@@ -27,6 +27,9 @@ class TrainResult:
     evaluation: dict[str, dict] = field(default_factory=dict)
     """``before`` / ``after``: :func:`agentgym.train.evaluate.evaluate` results on held-out tasks."""
     output_dir: str = ""
+    curve: list[dict[str, float]] = field(default_factory=list)
+    """held-out ``{"step", "success", "return"}`` at step 0, every ``--eval-every`` steps and at
+    the end (over the whole run, resumed parts included)"""
 
     def __len__(self) -> int:
         return len(self.history)
@@ -149,13 +152,14 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     collector = Collector(envs, policy, ChatEncoder(tokenizer),
                           RolloutConfig(layout=r.layout, window=r.window, max_prompt_tokens=r.max_prompt_tokens),
                           sampling, {"split": env_cfg.split}, device, bf16, ext.system_prompt)
-    start_step, data_position, evaluation = 0, 0, {}
+    start_step, data_position, evaluation, curve = 0, 0, {}, []
     if checkpoint is not None:
         state = load_trainer_state(checkpoint, optimizer)
         start_step, data_position = state["step"], state["extra"]["data_position"]
         schedule.load_state_dict(state["extra"]["prs_schedule"])
         ext.load_state_dict(state["extra"]["extension"])
         evaluation = dict(state["extra"].get("evaluation", {}))
+        curve = list(state["extra"].get("eval_curve", []))
     logger = MetricsLogger(run.output_dir, resume_step=start_step if checkpoint else None, tensorboard=run.tensorboard)
     loss_cfg = o.loss_config()
     loss_configs = {kind: k.loss for kind, k in ext.sample_kinds.items() if k.loss is not None}
@@ -168,8 +172,14 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
         data_position += n
         return out
 
+    def curve_point(step: int, res: dict) -> dict[str, float]:
+        point = {"step": step, "success": res["success_rate"], "return": res["prs_return"]}
+        curve.append(point)
+        return point
+
     if config.eval.eval_episodes > 0 and "before" not in evaluation:
         evaluation["before"] = run_eval(config, policy, env_kwargs)
+        curve_point(0, evaluation["before"])
 
     bar = tqdm(range(start_step, run.num_steps), initial=start_step, total=run.num_steps, disable=not run.progress,
                desc=name, dynamic_ncols=True)
@@ -214,6 +224,17 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
                 "data/excluded_tasks": len(excluded),
                 **ext.metrics(),
             })
+            done = step + 1 == run.num_steps
+            every = config.eval.eval_every
+            if config.eval.eval_episodes > 0 and (done or every > 0 and (step + 1) % every == 0):
+                # the end-of-run evaluation comes before the last checkpoint, so that checkpoint's
+                # curve ends at its own step when a later run resumes from it
+                res = run_eval(config, policy, env_kwargs)
+                if done:
+                    evaluation["after"] = res
+                point = curve_point(step + 1, res)
+                if every > 0:
+                    metrics.update({"eval/success": point["success"], "eval/return": point["return"]})
             if not stream.by_task_id and excluded:
                 metrics["data/cold_start_overlap"] = float(np.mean([ep.task_id in set(excluded) for ep in episodes])
                                                            if episodes else 0.0)
@@ -225,16 +246,18 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
                 bar.write(summary_line(step + 1, metrics))
 
             # ----- checkpoint -----
-            done = step + 1 == run.num_steps
             if (run.save_every > 0 and (step + 1) % run.save_every == 0) or done:
                 save_checkpoint(run.output_dir, step + 1, model, tokenizer, optimizer,
                                 extra={"data_position": data_position, "prs_schedule": schedule.state_dict(),
                                        "extension": ext.state_dict(), "config": to_dict(config),
-                                       "evaluation": dict(evaluation), "cold_start_tasks": excluded,
+                                       "evaluation": dict(evaluation), "eval_curve": list(curve),
+                                       "cold_start_tasks": excluded,
                                        "method": name})
         bar.close()
         if config.eval.eval_episodes > 0:
-            evaluation["after"] = run_eval(config, policy, env_kwargs)
+            if "after" not in evaluation:  # a finished run resumed: evaluate what it left
+                evaluation["after"] = run_eval(config, policy, env_kwargs)
+                curve_point(run.num_steps, evaluation["after"])
             logger.log(run.num_steps, {f"eval/{k}/{when}": v for when, res in evaluation.items()
                                        for k, v in (("success", res["success_rate"]), ("return", res["prs_return"]))})
             if "before" in evaluation and not run.quiet:
@@ -242,6 +265,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     finally:
         logger.close()
         envs.close()
+    result.curve = curve
     return result
 
 

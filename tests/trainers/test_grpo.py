@@ -129,3 +129,17 @@ def test_a_half_written_cold_start_is_rebuilt_not_loaded(tmp_path):
                       output_dir=str(tmp_path / "sft"), quiet=True, progress=False, tensorboard=False)
     run_sft(cfg)
     assert reusable(final, cfg) and not reusable(final, cfg_other)
+
+
+def test_eval_every_logs_a_held_out_curve_that_survives_resume(tmp_path):
+    kw = dict(num_epochs=1, num_minibatches=1, eval_episodes=2, max_new_tokens=6, eval_every=2)
+    full = grpo.main(small_args(tmp_path / "full", num_steps=4, **kw))
+    assert [p["step"] for p in full.curve] == [0, 2, 4]
+    assert full.curve[0]["success"] == full.evaluation["before"]["success_rate"]
+    assert full.curve[-1]["return"] == full.evaluation["after"]["prs_return"]
+    rows = read_jsonl(tmp_path / "full" / "run" / "metrics.jsonl")
+    assert [r["step"] for r in rows if "eval/success" in r] == [2, 4]
+    grpo.main(small_args(tmp_path / "cut", num_steps=2, **kw))
+    resumed = grpo.main(small_args(tmp_path / "cut", num_steps=4, resume="auto", **kw))
+    # step 2 came back from the checkpoint; every point equals the uninterrupted run's
+    assert resumed.curve == full.curve
