@@ -48,6 +48,7 @@ class Collector:
                 self.totals[key] += value
             for req in chunk:
                 self.totals[f"rollout/groups_{req.tag}"] += 1
+            self.totals["episodes/played"] += len(episodes)
             for ep in episodes:
                 self.totals[f"tokens/generated_{ep.tag}"] += ep.num_generated_tokens
                 self.totals["tokens/generated"] += ep.num_generated_tokens
@@ -72,7 +73,7 @@ class Collector:
     def stats(self) -> dict[str, float]:
         """The step's rollout cost: times, generated tokens (per tag too) and tokens per second."""
         out = dict(self.totals)
-        for key in ("time/rollout", "time/generate", "time/env", "tokens/generated", "episodes/faulted",
+        for key in ("time/rollout", "time/generate", "time/env", "tokens/generated", "episodes/played", "episodes/faulted",
                     "groups/dropped_for_faults", "rollout/groups_batch"):
             out.setdefault(key, 0.0)
         out["tokens_per_second"] = out["tokens/generated"] / max(out["time/generate"], 1e-9)

@@ -217,6 +217,9 @@ class RunConfig:
 
     num_steps: int = 30
     """optimizer steps (one rollout batch each)"""
+    max_episodes: int = 0
+    """also stop once this many env episodes were played, extra rollouts (VSPO resampling, DAPO
+    oversampling) included: an equal budget across methods (0: no limit)"""
     seed: int = 0
     """seed of weights-independent randomness: task stream, sampling"""
     output_dir: str = "runs/grpo"
@@ -234,6 +237,7 @@ class RunConfig:
 
     def validate(self) -> None:
         _at_least("num-steps", self.num_steps, 1)
+        _at_least("max-episodes", self.max_episodes, 0)
         _at_least("save-every", self.save_every, 0)
         if self.resume not in (None, "auto") and not os.path.exists(self.resume):
             raise ConfigError(f"--resume {self.resume!r} does not exist (give a checkpoint or run directory, or `auto`)")

@@ -152,7 +152,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     collector = Collector(envs, policy, ChatEncoder(tokenizer),
                           RolloutConfig(layout=r.layout, window=r.window, max_prompt_tokens=r.max_prompt_tokens),
                           sampling, {"split": env_cfg.split}, device, bf16, ext.system_prompt)
-    start_step, data_position, evaluation, curve = 0, 0, {}, []
+    start_step, data_position, evaluation, curve, played = 0, 0, {}, [], 0
     if checkpoint is not None:
         state = load_trainer_state(checkpoint, optimizer)
         start_step, data_position = state["step"], state["extra"]["data_position"]
@@ -160,6 +160,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
         ext.load_state_dict(state["extra"]["extension"])
         evaluation = dict(state["extra"].get("evaluation", {}))
         curve = list(state["extra"].get("eval_curve", []))
+        played = int(state["extra"].get("episodes_played", 0))
     logger = MetricsLogger(run.output_dir, resume_step=start_step if checkpoint else None, tensorboard=run.tensorboard)
     loss_cfg = o.loss_config()
     loss_configs = {kind: k.loss for kind, k in ext.sample_kinds.items() if k.loss is not None}
@@ -173,7 +174,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
         return out
 
     def curve_point(step: int, res: dict) -> dict[str, float]:
-        point = {"step": step, "success": res["success_rate"], "return": res["prs_return"]}
+        point = {"step": step, "episodes": played, "success": res["success_rate"], "return": res["prs_return"]}
         curve.append(point)
         return point
 
@@ -181,7 +182,11 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
         evaluation["before"] = run_eval(config, policy, env_kwargs)
         curve_point(0, evaluation["before"])
 
-    bar = tqdm(range(start_step, run.num_steps), initial=start_step, total=run.num_steps, disable=not run.progress,
+    end = start_step if 0 < run.max_episodes <= played else run.num_steps  # a budget already spent
+    if end > start_step:
+        evaluation.pop("after", None)  # a shorter run's end-of-run evaluation, now out of date
+    last_step = start_step
+    bar = tqdm(range(start_step, end), initial=start_step, total=run.num_steps, disable=not run.progress,
                desc=name, dynamic_ncols=True)
     try:
         for step in bar:
@@ -215,6 +220,8 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
             metrics["batch/episodes"] = float(len(episodes))
             metrics.update(update_metrics)
             metrics.update(collector.stats())
+            played += int(metrics["episodes/played"])
+            metrics["episodes/total"] = played
             metrics.update({
                 "prs/stage": spec.final_stage if stage is None else stage,
                 "prs/pass_rate": stage_pass_rate([ep.episode_terms for ep in episodes], spec,
@@ -224,7 +231,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
                 "data/excluded_tasks": len(excluded),
                 **ext.metrics(),
             })
-            done = step + 1 == run.num_steps
+            done = step + 1 == run.num_steps or 0 < run.max_episodes <= played
             every = config.eval.eval_every
             if config.eval.eval_episodes > 0 and (done or every > 0 and (step + 1) % every == 0):
                 # the end-of-run evaluation comes before the last checkpoint, so that checkpoint's
@@ -251,14 +258,18 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
                                 extra={"data_position": data_position, "prs_schedule": schedule.state_dict(),
                                        "extension": ext.state_dict(), "config": to_dict(config),
                                        "evaluation": dict(evaluation), "eval_curve": list(curve),
+                                       "episodes_played": played,
                                        "cold_start_tasks": excluded,
                                        "method": name})
+            last_step = step + 1
+            if done:
+                break
         bar.close()
         if config.eval.eval_episodes > 0:
             if "after" not in evaluation:  # a finished run resumed: evaluate what it left
                 evaluation["after"] = run_eval(config, policy, env_kwargs)
-                curve_point(run.num_steps, evaluation["after"])
-            logger.log(run.num_steps, {f"eval/{k}/{when}": v for when, res in evaluation.items()
+                curve_point(last_step, evaluation["after"])
+            logger.log(last_step, {f"eval/{k}/{when}": v for when, res in evaluation.items()
                                        for k, v in (("success", res["success_rate"]), ("return", res["prs_return"]))})
             if "before" in evaluation and not run.quiet:
                 print(final_line(config, evaluation))

@@ -143,3 +143,23 @@ def test_eval_every_logs_a_held_out_curve_that_survives_resume(tmp_path):
     resumed = grpo.main(small_args(tmp_path / "cut", num_steps=4, resume="auto", **kw))
     # step 2 came back from the checkpoint; every point equals the uninterrupted run's
     assert resumed.curve == full.curve
+
+
+def test_max_episodes_stops_at_the_budget_counting_extra_rollouts_and_resumes(tmp_path):
+    import vspo
+
+    kw = dict(num_epochs=1, num_minibatches=1, eval_episodes=2, max_new_tokens=6, num_steps=50)
+    # 2 groups x 2 episodes a step: a budget of 12 ends after the 3rd step
+    result = grpo.main(small_args(tmp_path / "grpo", max_episodes=12, **kw))
+    assert len(result) == 3 and result.history[-1]["episodes/total"] == 12
+    assert result.curve[-1] == {"step": 3, "episodes": 12, "success": result.evaluation["after"]["success_rate"],
+                                "return": result.evaluation["after"]["prs_return"]}
+    assert read_jsonl(tmp_path / "grpo" / "run" / "metrics.jsonl")[-1]["step"] == 3
+    # resuming a run whose budget is spent trains nothing more and reports the same evaluation
+    again = grpo.main(small_args(tmp_path / "grpo", max_episodes=12, resume="auto", **kw))
+    assert len(again) == 0 and again.evaluation == result.evaluation
+    # VSPO's resampled groups count against the budget: never more than one step past it
+    v = vspo.main(small_args(tmp_path / "vspo", cls=vspo.VSPOTrainConfig, max_episodes=30, **kw))
+    totals = [h["episodes/total"] for h in v.history]
+    assert len(totals) >= 2 and totals[-1] >= 30 and totals[-2] < 30
+    assert any(h["episodes/played"] > 4 for h in v.history)  # the untrained model ties: VSPO resamples
