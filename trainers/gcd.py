@@ -24,11 +24,14 @@ class GCDTrainConfig(TrainConfig):
     """GiGPO's settings, used with --gcd.base gigpo"""
 
 
+def defaults() -> GCDTrainConfig:
+    # as the paper's cold start: judge samples mixed into the expert data
+    return GCDTrainConfig(run=RunConfig(output_dir="runs/gcd"), cold_start=ColdStartConfig(cold_start_judge_samples=64))
+
+
 def main(config: GCDTrainConfig) -> TrainResult:
     return train(config, gcd_extensions(config), name=f"gcd-{config.gcd.base}")
 
 
 if __name__ == "__main__":
-    # as the paper's cold start: judge samples mixed into the expert data
-    defaults = GCDTrainConfig(run=RunConfig(output_dir="runs/gcd"), cold_start=ColdStartConfig(cold_start_judge_samples=64))
-    main(parse(GCDTrainConfig, description=__doc__, default=defaults))
+    main(parse(GCDTrainConfig, description=__doc__, default=defaults()))

@@ -18,9 +18,13 @@ class GiGPOTrainConfig(TrainConfig):
     gigpo: GiGPOConfig = field(default_factory=GiGPOConfig)
 
 
+def defaults() -> GiGPOTrainConfig:
+    return GiGPOTrainConfig(run=RunConfig(output_dir="runs/gigpo"))
+
+
 def main(config: GiGPOTrainConfig) -> TrainResult:
     return train(config, [GiGPO(config.gigpo)], name="gigpo")
 
 
 if __name__ == "__main__":
-    main(parse(GiGPOTrainConfig, description=__doc__, default=GiGPOTrainConfig(run=RunConfig(output_dir="runs/gigpo"))))
+    main(parse(GiGPOTrainConfig, description=__doc__, default=defaults()))

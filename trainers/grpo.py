@@ -14,9 +14,13 @@ from agentgym.train.config import TrainConfig, parse
 from agentgym.train.loop import TrainResult, train
 
 
+def defaults() -> TrainConfig:
+    return TrainConfig()
+
+
 def main(config: TrainConfig) -> TrainResult:
     return train(config, name="grpo")
 
 
 if __name__ == "__main__":
-    main(parse(TrainConfig, description=__doc__))
+    main(parse(TrainConfig, description=__doc__, default=defaults()))

@@ -21,9 +21,13 @@ class VSPOTrainConfig(TrainConfig):
     vspo: VSPOConfig = field(default_factory=VSPOConfig)
 
 
+def defaults() -> VSPOTrainConfig:
+    return VSPOTrainConfig(run=RunConfig(output_dir="runs/vspo"))
+
+
 def main(config: VSPOTrainConfig) -> TrainResult:
     return train(config, [VSPO(config.vspo)], name="vspo")
 
 
 if __name__ == "__main__":
-    main(parse(VSPOTrainConfig, description=__doc__, default=VSPOTrainConfig(run=RunConfig(output_dir="runs/vspo"))))
+    main(parse(VSPOTrainConfig, description=__doc__, default=defaults()))

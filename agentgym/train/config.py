@@ -401,14 +401,19 @@ def parse(config_cls: type[C], argv: list[str] | None = None, description: str |
     return config
 
 
-def build(config_cls: type[C], **values: Any) -> C:
+def build(config_cls: type[C], _default: C | None = None, **values: Any) -> C:
     """A config from flat field names, as the flags spell them with underscores:
-    ``build(TrainConfig, env_id="ALFWorld-v0", num_steps=5, vspo={"eta": 0.5})``.
+    ``build(TrainConfig, env_id="ALFWorld-v0", num_steps=5, vspo={"eta": 0.5})``, starting from
+    ``config_cls()`` or from a copy of ``_default`` (a trainer script's ``defaults()``).
 
     >>> build(TrainConfig, num_steps=5, group_size=4).rollout.group_size
     4
+    >>> build(TrainConfig, _default=build(TrainConfig, num_steps=5), group_size=4).run.num_steps
+    5
     """
-    config = config_cls()
+    import copy
+
+    config = copy.deepcopy(_default) if _default is not None else config_cls()
     groups = {f.name: getattr(config, f.name) for f in fields(config) if is_dataclass(getattr(config, f.name))}
     for key, value in values.items():
         if key in groups and isinstance(value, dict):

@@ -28,8 +28,9 @@ class TrainResult:
     """``before`` / ``after``: :func:`agentgym.train.evaluate.evaluate` results on held-out tasks."""
     output_dir: str = ""
     curve: list[dict[str, float]] = field(default_factory=list)
-    """held-out ``{"step", "success", "return"}`` at step 0, every ``--eval-every`` steps and at
-    the end (over the whole run, resumed parts included)"""
+    """held-out ``{"step", "episodes", "seconds", "success", "return"}`` at step 0, every
+    ``--eval-every`` steps and at the end, over the whole run (resumed parts included); ``episodes``
+    and ``seconds`` are the env episodes played and training seconds (evaluation excluded) so far"""
 
     def __len__(self) -> int:
         return len(self.history)
@@ -152,7 +153,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     collector = Collector(envs, policy, ChatEncoder(tokenizer),
                           RolloutConfig(layout=r.layout, window=r.window, max_prompt_tokens=r.max_prompt_tokens),
                           sampling, {"split": env_cfg.split}, device, bf16, ext.system_prompt)
-    start_step, data_position, evaluation, curve, played = 0, 0, {}, [], 0
+    start_step, data_position, evaluation, curve, played, seconds = 0, 0, {}, [], 0, 0.0
     if checkpoint is not None:
         state = load_trainer_state(checkpoint, optimizer)
         start_step, data_position = state["step"], state["extra"]["data_position"]
@@ -161,6 +162,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
         evaluation = dict(state["extra"].get("evaluation", {}))
         curve = list(state["extra"].get("eval_curve", []))
         played = int(state["extra"].get("episodes_played", 0))
+        seconds = float(state["extra"].get("train_seconds", 0.0))
     logger = MetricsLogger(run.output_dir, resume_step=start_step if checkpoint else None, tensorboard=run.tensorboard)
     loss_cfg = o.loss_config()
     loss_configs = {kind: k.loss for kind, k in ext.sample_kinds.items() if k.loss is not None}
@@ -174,7 +176,8 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
         return out
 
     def curve_point(step: int, res: dict) -> dict[str, float]:
-        point = {"step": step, "episodes": played, "success": res["success_rate"], "return": res["prs_return"]}
+        point = {"step": step, "episodes": played, "seconds": round(seconds, 3), "success": res["success_rate"],
+                 "return": res["prs_return"]}
         curve.append(point)
         return point
 
@@ -231,6 +234,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
                 "data/excluded_tasks": len(excluded),
                 **ext.metrics(),
             })
+            seconds += metrics["time/step"]
             done = step + 1 == run.num_steps or 0 < run.max_episodes <= played
             every = config.eval.eval_every
             if config.eval.eval_episodes > 0 and (done or every > 0 and (step + 1) % every == 0):
@@ -258,7 +262,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
                                 extra={"data_position": data_position, "prs_schedule": schedule.state_dict(),
                                        "extension": ext.state_dict(), "config": to_dict(config),
                                        "evaluation": dict(evaluation), "eval_curve": list(curve),
-                                       "episodes_played": played,
+                                       "episodes_played": played, "train_seconds": seconds,
                                        "cold_start_tasks": excluded,
                                        "method": name})
             last_step = step + 1

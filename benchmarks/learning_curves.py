@@ -1,0 +1,264 @@
+"""Learning curves: held-out success over training for GRPO, VSPO, GiGPO, DAPO and GCD, and PRS
+against binary reward, several seeds each, every method on the same budget of env episodes.
+
+    python benchmarks/learning_curves.py                        # ToolQA-v0, 6 methods x 3 seeds, CPU
+    python benchmarks/learning_curves.py --methods grpo vspo --seeds 0 1 2 3 4
+    python benchmarks/learning_curves.py --report-only          # tables and plots from finished cells
+
+A cell is one (method, seed): one run of that method's trainer on its defaults (the README's main
+job), stopped at ``--max-episodes`` env episodes (extra rollouts such as VSPO's resampling and
+DAPO's oversampling count against it) and evaluated on the held-out split every ``--eval-every``
+steps. Each seed's cold start is built once and handed to every method as ``--model DIR`` (GCD's
+own recipe mixes in judge samples, so it gets its own). A finished cell is read back and a cell
+cut short resumes from its checkpoint, so the script can be stopped and run again.
+
+Writes OUT/learning_curves.json (every curve, per-method summaries), OUT/learning_curves.md (the
+table) and OUT/learning_curves_<env>.png (mean and min-max band across seeds per method).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# method -> (trainer script, settings the cell adds to the script's config)
+METHODS = {
+    "grpo": ("grpo", {}),
+    "vspo": ("vspo", {}),
+    "gigpo": ("gigpo", {}),
+    "dapo": ("dapo", {}),
+    "gcd": ("gcd", {}),
+    "grpo-binary": ("grpo", {"reward_mode": "binary"}),
+}
+
+
+def trainer(script: str):
+    """The trainer script ``trainers/<script>.py`` as a module (its config class and ``main``)."""
+    spec = importlib.util.spec_from_file_location(f"agentgym_trainer_{script}",
+                                                  os.path.join(ROOT, "trainers", f"{script}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def script_defaults(module):
+    """The config the script runs with when given no flags."""
+    return module.defaults()
+
+
+def t95(n: int) -> float:
+    """Two-sided 95% Student-t quantile for n samples (n - 1 degrees of freedom)."""
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, n - 1)) if n > 1 else float("nan")
+
+
+def mean_ci(values: list[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95% confidence interval (t distribution over seeds).
+
+    >>> m, h = mean_ci([0.2, 0.3, 0.4]); round(m, 3), round(h, 3)
+    (0.3, 0.248)
+    """
+    n = len(values)
+    m = sum(values) / n
+    if n < 2:
+        return m, float("nan")
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
+    return m, t95(n) * sd / math.sqrt(n)
+
+
+def first_reaching(curve: list[dict], threshold: float) -> dict | None:
+    """The first curve point at or above the success threshold (None: never reached).
+
+    >>> first_reaching([{"step": 0, "success": 0.1}, {"step": 5, "success": 0.3}], 0.25)["step"]
+    5
+    """
+    return next((p for p in curve if p["success"] >= threshold), None)
+
+
+def cell_config(args, method: str, seed: int, model: str, out: str):
+    """The config of one cell: the method's script defaults plus the benchmark's shared settings."""
+    from agentgym.train.config import build
+
+    script, extra = METHODS[method]
+    module = trainer(script)
+    defaults = script_defaults(module)
+    values = dict(seed=seed, output_dir=out, model=model, env_id=args.env_id, max_episodes=args.max_episodes,
+                  num_steps=10 ** 6, eval_every=args.eval_every, eval_episodes=args.eval_episodes,
+                  cpu_threads=args.cpu_threads, save_every=args.eval_every, resume="auto", progress=False,
+                  quiet=True, tensorboard=False, **extra)
+    if args.env_kwargs is not None:
+        values["env_kwargs"] = args.env_kwargs
+    return module, build(type(defaults), **values, _default=defaults)
+
+
+def cold_start_dir(args, method: str, seed: int) -> str:
+    """Build (or reuse) the seed's cold start with the method's recipe, as ``train`` would."""
+    from agentgym.train.config import build
+    from agentgym.train.loop import cold_start
+
+    defaults = script_defaults(trainer(METHODS[method][0]))
+    recipe = "judge" if defaults.cold_start.cold_start_judge_samples else "plain"
+    out = os.path.join(args.out, "cold_start", args.env_id, f"{recipe}-seed{seed}")
+    values = dict(seed=seed, output_dir=out, env_id=args.env_id, cpu_threads=args.cpu_threads,
+                  progress=False, quiet=True, tensorboard=False)
+    if args.env_kwargs is not None:
+        values["env_kwargs"] = args.env_kwargs
+    return cold_start(build(type(defaults), **values, _default=defaults))
+
+
+def run_cell(args, method: str, seed: int) -> dict:
+    out = os.path.join(args.out, "cells", args.env_id, method, f"seed{seed}")
+    done = os.path.join(out, "cell.json")
+    if os.path.exists(done):
+        return json.load(open(done))
+    model = cold_start_dir(args, method, seed)
+    module, config = cell_config(args, method, seed, model, out)
+    t = time.perf_counter()
+    result = module.main(config)
+    row = {"env_id": args.env_id, "method": method, "seed": seed, "curve": result.curve,
+           "wall_seconds": time.perf_counter() - t, "steps": result.curve[-1]["step"],
+           "episodes": result.curve[-1]["episodes"]}
+    with open(done + ".tmp", "w") as f:
+        json.dump(row, f)
+    os.replace(done + ".tmp", done)
+    return row
+
+
+def summarize(cells: list[dict], threshold: float | None) -> dict:
+    """Per method: success before and at the end (mean, 95% CI, per seed), and the steps, episodes
+    and training seconds to reach the threshold (mean over the seeds that reached it)."""
+    methods = sorted({c["method"] for c in cells}, key=lambda m: list(METHODS).index(m))
+    before = [c["curve"][0]["success"] for c in cells]
+    if threshold is None and cells:
+        best = max(sum(c["curve"][-1]["success"] for c in cells if c["method"] == m) /
+                   sum(1 for c in cells if c["method"] == m) for m in methods)
+        threshold = round((sum(before) / len(before) + best) / 2, 3)
+    out = {"threshold": threshold, "methods": {}}
+    for m in methods:
+        mine = sorted((c for c in cells if c["method"] == m), key=lambda c: c["seed"])
+        first = [c["curve"][0]["success"] for c in mine]
+        last = [c["curve"][-1]["success"] for c in mine]
+        gains = [b - a for a, b in zip(first, last)]
+        reached = [p for p in (first_reaching(c["curve"], threshold) for c in mine) if p is not None]
+        mean_of = (lambda key: sum(p[key] for p in reached) / len(reached)) if reached else (lambda key: None)
+        out["methods"][m] = {
+            "seeds": [c["seed"] for c in mine], "before": first, "after": last,
+            "after_mean_ci": mean_ci(last), "gain_mean_ci": mean_ci(gains),
+            "return_after": [c["curve"][-1]["return"] for c in mine],
+            "reached": len(reached), "to_threshold": {k: mean_of(k) for k in ("step", "episodes", "seconds")},
+            "episodes": [c["episodes"] for c in mine], "steps": [c["steps"] for c in mine],
+        }
+    return out
+
+
+def table(env_id: str, summary: dict) -> str:
+    def f(x, nd=3):
+        return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{nd}f}"
+
+    lines = [f"**{env_id}**, held-out success (threshold {summary['threshold']:.3f} for the time-to columns)", "",
+             "| method | success before | success after (mean ± 95% CI) | gain (mean ± 95% CI) | per seed "
+             "(before → after) | reached | steps to it | episodes to it | train s to it |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for m, s in summary["methods"].items():
+        (a, ah), (g, gh) = s["after_mean_ci"], s["gain_mean_ci"]
+        seeds = ", ".join(f"{x:.2f}→{y:.2f}" for x, y in zip(s["before"], s["after"]))
+        t = s["to_threshold"]
+        lines.append(f"| {m} | {f(sum(s['before']) / len(s['before']))} | {f(a)} ± {f(ah)} | {g:+.3f} ± {f(gh)} | "
+                     f"{seeds} | {s['reached']}/{len(s['seeds'])} | {f(t['step'], 0)} | {f(t['episodes'], 0)} | "
+                     f"{f(t['seconds'], 0)} |")
+    return "\n".join(lines)
+
+
+def plot(env_id: str, cells: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for m in [m for m in METHODS if any(c["method"] == m for c in cells)]:
+        curves = [c["curve"] for c in cells if c["method"] == m]
+        n = min(len(c) for c in curves)
+        x = [sum(c[i]["episodes"] for c in curves) / len(curves) for i in range(n)]
+        ys = [[c[i]["success"] for c in curves] for i in range(n)]
+        ax.plot(x, [sum(y) / len(y) for y in ys], label=f"{m} ({len(curves)} seeds)")
+        ax.fill_between(x, [min(y) for y in ys], [max(y) for y in ys], alpha=0.15)
+    ax.set_xlabel("env episodes played")
+    ax.set_ylabel("held-out success")
+    ax.set_title(f"{env_id}: mean and min-max across seeds")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def report(args) -> dict:
+    root = os.path.join(args.out, "cells", args.env_id)
+    cells = []
+    for method in args.methods:
+        for seed in args.seeds:
+            path = os.path.join(root, method, f"seed{seed}", "cell.json")
+            if os.path.exists(path):
+                cells.append(json.load(open(path)))
+    summary = summarize(cells, args.threshold)
+    md = table(args.env_id, summary)
+    tag = args.env_id.replace("/", "_")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "learning_curves.md"), "w") as f:
+        f.write(md + "\n")
+    with open(os.path.join(args.out, "learning_curves.json"), "w") as f:
+        json.dump({"env_id": args.env_id, "max_episodes": args.max_episodes, "eval_every": args.eval_every,
+                   "eval_episodes": args.eval_episodes, "summary": summary, "cells": cells}, f, indent=1)
+    if cells:
+        plot(args.env_id, cells, os.path.join(args.out, f"learning_curves_{tag}.png"))
+    print(md)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--env-id", default="ToolQA-v0")
+    p.add_argument("--env-kwargs", default=None, help="JSON; default: the trainers' default for the env")
+    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--max-episodes", type=int, default=None,
+                   help="env-episode budget of every cell (default: the main job's, num_steps x episodes per step)")
+    p.add_argument("--eval-every", type=int, default=25, help="held-out evaluation every N steps")
+    p.add_argument("--eval-episodes", type=int, default=None, help="default: the trainers' default")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="success to reach (default: halfway from the mean start to the best method's end)")
+    p.add_argument("--cpu-threads", type=int, default=None, help="default: the trainers' default")
+    p.add_argument("--out", default="benchmarks/results/learning_curves")
+    p.add_argument("--report-only", action="store_true", help="only read finished cells and write the report")
+    args = p.parse_args(argv)
+    from agentgym.train.config import TrainConfig
+
+    base = TrainConfig()
+    if args.max_episodes is None:
+        args.max_episodes = base.run.num_steps * base.rollout.num_groups * base.rollout.group_size
+    if args.eval_episodes is None:
+        args.eval_episodes = base.eval.eval_episodes
+    if args.cpu_threads is None:
+        args.cpu_threads = base.model.cpu_threads
+    if not args.report_only:
+        for seed in args.seeds:
+            for method in args.methods:
+                t = time.perf_counter()
+                row = run_cell(args, method, seed)
+                print(f"{args.env_id} {method} seed {seed}: success {row['curve'][0]['success']:.3f} -> "
+                      f"{row['curve'][-1]['success']:.3f} in {row['steps']} steps, {row['episodes']} episodes "
+                      f"({time.perf_counter() - t:.0f}s)", flush=True)
+    return report(args)
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() is not None else 1)
