@@ -96,6 +96,7 @@ def cell_config(args, method: str, seed: int, model: str, out: str):
                   quiet=True, tensorboard=False, **extra)
     if args.env_kwargs is not None:
         values["env_kwargs"] = args.env_kwargs
+    values.update(args.override)
     return module, build(type(defaults), **values, _default=defaults)
 
 
@@ -111,6 +112,7 @@ def cold_start_dir(args, method: str, seed: int) -> str:
                   progress=False, quiet=True, tensorboard=False)
     if args.env_kwargs is not None:
         values["env_kwargs"] = args.env_kwargs
+    values.update({k: v for k, v in args.override.items() if k not in values})
     return cold_start(build(type(defaults), **values, _default=defaults))
 
 
@@ -140,7 +142,8 @@ def summarize(cells: list[dict], threshold: float | None) -> dict:
     if threshold is None and cells:
         best = max(sum(c["curve"][-1]["success"] for c in cells if c["method"] == m) /
                    sum(1 for c in cells if c["method"] == m) for m in methods)
-        threshold = round((sum(before) / len(before) + best) / 2, 3)
+        start = sum(before) / len(before)
+        threshold = round(max((start + best) / 2, start + 0.05), 3)
     out = {"threshold": threshold, "methods": {}}
     for m in methods:
         mine = sorted((c for c in cells if c["method"] == m), key=lambda c: c["seed"])
@@ -235,14 +238,23 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--eval-every", type=int, default=25, help="held-out evaluation every N steps")
     p.add_argument("--eval-episodes", type=int, default=None, help="default: the trainers' default")
     p.add_argument("--threshold", type=float, default=None,
-                   help="success to reach (default: halfway from the mean start to the best method's end)")
+                   help="success to reach (default: halfway from the mean start to the best method's mean end, "
+                        "and at least 0.05 above the start)")
     p.add_argument("--cpu-threads", type=int, default=None, help="default: the trainers' default")
+    p.add_argument("--override", type=json.loads, default={},
+                   help='JSON of trainer settings for every cell and cold start, flat names as build() takes '
+                        'them, e.g. \'{"num_groups": 8, "cold_start_steps": 400}\'')
     p.add_argument("--out", default="benchmarks/results/learning_curves")
     p.add_argument("--report-only", action="store_true", help="only read finished cells and write the report")
     args = p.parse_args(argv)
-    from agentgym.train.config import TrainConfig
+    from agentgym.train.config import TrainConfig, build
 
     base = TrainConfig()
+    for key, value in args.override.items():  # the budget follows overridden batch settings
+        try:
+            base = build(TrainConfig, _default=base, **{key: value})
+        except TypeError:  # a method's own setting
+            pass
     if args.max_episodes is None:
         args.max_episodes = base.run.num_steps * base.rollout.num_groups * base.rollout.group_size
     if args.eval_episodes is None:
