@@ -286,7 +286,9 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
 
 def _update(model, ref_model, optimizer, samples, config: TrainConfig, pad_id: int, bf16: bool, loss_cfg,
             loss_configs, loss_weights) -> dict[str, float]:
-    """Optimizer steps on one batch of samples (epochs x minibatches); the last step's numbers."""
+    """Optimizer steps on one batch of samples (epochs x minibatches). Metrics are the mean over the
+    optimizer steps that measured them (a minibatch without policy samples has no policy loss),
+    ``tokens/loss`` the loss tokens of one epoch."""
     from agentgym.train.update import sample_logprobs, train_step
 
     o = config.optim
@@ -296,19 +298,26 @@ def _update(model, ref_model, optimizer, samples, config: TrainConfig, pad_id: i
     ref_lp = sample_logprobs(ref_model, samples, pad_id, o.micro_batch_size, temperature, bf16) if ref_model else None
     multi = o.num_epochs * o.num_minibatches > 1
     old_lp = sample_logprobs(model, samples, pad_id, o.micro_batch_size, temperature, bf16) if multi else None
-    out: dict[str, float] = {}
+    steps: list[dict[str, float]] = []
     for _ in range(o.num_epochs):
         order = np.random.permutation(len(samples)) if multi else np.arange(len(samples))
         for chunk in np.array_split(order, o.num_minibatches):
             if len(chunk) == 0:
                 continue
             pick = [int(i) for i in chunk]
-            out = train_step(model, optimizer, [samples[i] for i in pick], loss_cfg, pad_id, o.micro_batch_size,
+            steps.append(train_step(model, optimizer, [samples[i] for i in pick], loss_cfg, pad_id, o.micro_batch_size,
                              temperature, ref_logprobs=[ref_lp[i] for i in pick] if ref_lp is not None else None,
                              old_logprobs=[old_lp[i] for i in pick] if old_lp is not None else None,
                              loss_weights=loss_weights, max_grad_norm=o.max_grad_norm, bf16=bf16,
-                             loss_configs=loss_configs)
-    return {"update/skipped": 0.0, **out}
+                             loss_configs=loss_configs))
+    out: dict[str, float] = {"update/skipped": 0.0, "update/optimizer_steps": float(len(steps))}
+    for key in {k for m in steps for k in m}:
+        values = [m[key] for m in steps if key in m and not np.isnan(m[key])]
+        if key == "tokens/loss":
+            out[key] = sum(values) / o.num_epochs
+        else:
+            out[key] = float(np.mean(values)) if values else float("nan")
+    return out
 
 
 def summary_line(step: int, m: dict[str, float]) -> str:

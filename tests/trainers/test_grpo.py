@@ -167,3 +167,12 @@ def test_max_episodes_stops_at_the_budget_counting_extra_rollouts_and_resumes(tm
     totals = [h["episodes/total"] for h in v.history]
     assert len(totals) >= 2 and totals[-1] >= 30 and totals[-2] < 30
     assert any(h["episodes/played"] > 4 for h in v.history)  # the untrained model ties: VSPO resamples
+
+
+def test_update_metrics_average_every_minibatch_step(tmp_path):
+    grpo.main(small_args(tmp_path, num_steps=1, num_epochs=2, num_minibatches=2))
+    row = read_jsonl(tmp_path / "run" / "metrics.jsonl")[0]
+    assert row["update/optimizer_steps"] == 4
+    # loss tokens of one pass over the batch: every generated token of the batch is trained on
+    assert row["tokens/loss"] == row["tokens/generated"]
+    assert all(row[k] is not None for k in ("loss/policy", "kl", "grad_norm", "clip_ratio"))
