@@ -155,7 +155,9 @@ def summarize(cells: list[dict], threshold: float | None) -> dict:
         out["methods"][m] = {
             "seeds": [c["seed"] for c in mine], "before": first, "after": last,
             "after_mean_ci": mean_ci(last), "gain_mean_ci": mean_ci(gains),
+            "return_before": [c["curve"][0]["return"] for c in mine],
             "return_after": [c["curve"][-1]["return"] for c in mine],
+            "return_after_mean_ci": mean_ci([c["curve"][-1]["return"] for c in mine]),
             "reached": len(reached), "to_threshold": {k: mean_of(k) for k in ("step", "episodes", "seconds")},
             "episodes": [c["episodes"] for c in mine], "steps": [c["steps"] for c in mine],
         }
@@ -166,17 +168,20 @@ def table(env_id: str, summary: dict) -> str:
     def f(x, nd=3):
         return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{nd}f}"
 
-    lines = [f"**{env_id}**, held-out success (threshold {summary['threshold']:.3f} for the time-to columns)", "",
+    threshold = "none" if summary["threshold"] is None else f"{summary['threshold']:.3f}"
+    lines = [f"**{env_id}**, held-out success (threshold {threshold} for the time-to columns)", "",
              "| method | success before | success after (mean ± 95% CI) | gain (mean ± 95% CI) | per seed "
-             "(before → after) | reached | steps to it | episodes to it | train s to it |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "(before → after) | PRS return before → after (± 95% CI) | reached | steps to it | episodes to it "
+             "| train s to it |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for m, s in summary["methods"].items():
         (a, ah), (g, gh) = s["after_mean_ci"], s["gain_mean_ci"]
         seeds = ", ".join(f"{x:.2f}→{y:.2f}" for x, y in zip(s["before"], s["after"]))
         t = s["to_threshold"]
+        r0, (r1, rh) = sum(s["return_before"]) / len(s["return_before"]), s["return_after_mean_ci"]
         lines.append(f"| {m} | {f(sum(s['before']) / len(s['before']))} | {f(a)} ± {f(ah)} | {g:+.3f} ± {f(gh)} | "
-                     f"{seeds} | {s['reached']}/{len(s['seeds'])} | {f(t['step'], 0)} | {f(t['episodes'], 0)} | "
-                     f"{f(t['seconds'], 0)} |")
+                     f"{seeds} | {f(r0)} → {f(r1)} ± {f(rh)} | {s['reached']}/{len(s['seeds'])} | "
+                     f"{f(t['step'], 0)} | {f(t['episodes'], 0)} | {f(t['seconds'], 0)} |")
     return "\n".join(lines)
 
 
