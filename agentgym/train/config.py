@@ -65,6 +65,12 @@ class EnvConfig:
     """env split to train on (sent as a reset option)"""
     backend: Literal["sync", "process", "ray", "list"] = "sync"
     """make_vec backend (`list`: plain envs in this process)"""
+    ray_address: str | None = None
+    """`--backend ray`: the Ray cluster to join (`auto`, `HOST:6379`, `ray://HOST:10001`; default: start a local Ray)"""
+    env_num_cpus: float = 0.0
+    """`--backend ray`: CPUs each env worker reserves; with > 0 Ray spreads workers over the cluster's nodes"""
+    envs_per_worker: int = 1
+    """`--backend process` / `ray`: envs per worker process or actor"""
     reward_mode: Literal["prs", "binary"] = "prs"
     """PRS shaped reward, or the papers' binary success baseline"""
     prs_schedule: Literal["none", "linear", "threshold", "constant"] = "none"
@@ -99,6 +105,10 @@ class EnvConfig:
             except ValueError as e:
                 raise ConfigError(f"--env-kwargs: {e}") from None
         _at_least("prs-schedule-steps", self.prs_schedule_steps, 1)
+        _at_least("envs-per-worker", self.envs_per_worker, 1)
+        _finite("env-num-cpus", self.env_num_cpus, minimum=0.0)
+        if self.ray_address is not None and self.backend != "ray":
+            raise ConfigError(f"--ray-address needs --backend ray (got --backend {self.backend})")
         _finite("prs-threshold", self.prs_threshold, minimum=0.0)
         _finite("prs-start-stage", self.prs_start_stage, minimum=0.0)
 

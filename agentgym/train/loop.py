@@ -149,7 +149,9 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     schedule = PRSSchedule(spec, kind=env_cfg.prs_schedule if env_cfg.prs_schedule != "none" else "constant",
                            num_steps=env_cfg.prs_schedule_steps, threshold=env_cfg.prs_threshold,
                            start_stage=env_cfg.prs_start_stage)
-    envs = make_env_batch(env_cfg.env_id, r.num_groups, r.group_size, env_cfg.backend, env_kwargs)
+    envs = make_env_batch(env_cfg.env_id, r.num_groups, r.group_size, env_cfg.backend, env_kwargs,
+                          envs_per_worker=env_cfg.envs_per_worker, ray_address=env_cfg.ray_address,
+                          env_num_cpus=env_cfg.env_num_cpus)
     collector = Collector(envs, policy, ChatEncoder(tokenizer),
                           RolloutConfig(layout=r.layout, window=r.window, max_prompt_tokens=r.max_prompt_tokens),
                           sampling, {"split": env_cfg.split}, device, bf16, ext.system_prompt)

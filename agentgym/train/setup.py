@@ -45,16 +45,29 @@ def parse_env_kwargs(text: str | dict | None) -> dict[str, Any]:
 
 
 def make_env_batch(env_id: str, num_groups: int, group_size: int, backend: str = "sync",
-                   env_kwargs: dict[str, Any] | None = None) -> EnvBatch:
+                   env_kwargs: dict[str, Any] | None = None, *, envs_per_worker: int = 1,
+                   ray_address: str | None = None, env_num_cpus: float = 0.0) -> EnvBatch:
     """``num_groups`` groups of ``group_size`` envs: ``agentgym.make_vec`` for the sync, process
-    and Ray backends, or ``"list"`` for plain envs in this process."""
+    and Ray backends, or ``"list"`` for plain envs in this process.
+
+    Ray: ``ray_address`` joins an existing cluster (unless this process already joined one);
+    ``env_num_cpus`` > 0 makes each env actor reserve that many CPUs and spreads the actors over the
+    cluster's nodes (Ray's ``SPREAD`` scheduling), so a lost node takes only its envs' episodes."""
     if backend == "list":
         return ListEnvBatch(env_id, num_groups, group_size, env_kwargs)
     from agentgym.vector import make_vec
 
-    # The trainer already runs torch and tokenizer threads; forking a threaded process can deadlock
-    # a worker, so process workers are spawned.
-    extra = {"mp_context": "spawn"} if backend == "process" else {}
+    extra: dict[str, Any] = {}
+    if backend == "process":
+        # The trainer already runs torch and tokenizer threads; forking a threaded process can
+        # deadlock a worker, so process workers are spawned.
+        extra = {"mp_context": "spawn", "envs_per_worker": envs_per_worker}
+    elif backend == "ray":
+        options: dict[str, Any] = {"num_cpus": env_num_cpus}
+        if env_num_cpus > 0:
+            options["scheduling_strategy"] = "SPREAD"
+        extra = {"envs_per_worker": envs_per_worker, "ray_actor_options": options,
+                 "ray_init_kwargs": {"address": ray_address} if ray_address else None}
     vec = make_vec(env_id, num_envs=num_groups * group_size, group_size=group_size, backend=backend,
                    **extra, **(env_kwargs or {}))
     return VecEnvBatch(vec, num_groups, group_size)
