@@ -1,0 +1,112 @@
+"""Any agentgym env, with its PRS terms, as a SkyRL-gym text env (``pip install skyrl-gym``).
+
+SkyRL's generator makes one env per dataset row with ``skyrl_gym.make(env_class, env_config=...,
+extras=row)``, calls ``init(prompt)`` for the first chat messages, then ``step(action_text)``
+until ``done``, appending each step's ``observations`` messages to the conversation. Register
+the adapter once, then name it in the dataset's ``env_class`` column::
+
+    from agentgym.integrations.skyrl import register
+    register()                                   # skyrl_gym id "agentgym"
+    env = skyrl_gym.make("agentgym", extras={"env_id": "ToolQA-v0", "seed": 3,
+                                             "env_kwargs": {"question_kinds": ["single_hop"]},
+                                             "reset_options": {"split": "train"}})
+
+The agentgym env writes the prompt: ``init`` ignores the row's prompt and returns the env's system
+prompt and first observation (the row only chooses the task through ``seed`` / ``reset_options``,
+e.g. ``{"task_id": ...}``). Each step's reward is the env's PRS reward, so an episode's rewards sum
+to its PRS return; ``metadata`` carries the step's PRS terms, and ``get_metrics`` the episode's
+terms, return and success, which SkyRL averages across episodes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+import gymnasium as gym
+
+try:
+    from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
+except ImportError as e:  # pragma: no cover - exercised only without the extra
+    raise ImportError('the SkyRL adapter needs skyrl-gym: pip install "agentgym[skyrl]"') from e
+
+SKYRL_ID = "agentgym"
+
+
+def _setting(env_config: Any, extras: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """A setting from the row's extras, else from the env config (a dict or an OmegaConf node)."""
+    if key in extras:
+        return extras[key]
+    if env_config is not None:
+        try:
+            return env_config.get(key, default)
+        except AttributeError:
+            return getattr(env_config, key, default)
+    return default
+
+
+class AgentGymSkyRLEnv(BaseTextEnv):
+    """One agentgym episode behind SkyRL-gym's ``init`` / ``step`` / ``close``.
+
+    Settings (row ``extras`` first, then ``env_config``): ``env_id`` (required), ``env_kwargs`` (a
+    dict or JSON object), ``seed``, ``reset_options`` (a dict, e.g. ``{"split": "valid"}``).
+    """
+
+    def __init__(self, env_config: Any = None, extras: Mapping[str, Any] | None = None):
+        super().__init__()
+        extras = dict(extras or {})
+        env_id = _setting(env_config, extras, "env_id")
+        if not env_id:
+            raise ValueError("AgentGymSkyRLEnv needs an env_id (in the row's extras or the env config)")
+        kwargs = _setting(env_config, extras, "env_kwargs") or {}
+        if isinstance(kwargs, str):
+            kwargs = json.loads(kwargs)
+        import agentgym  # noqa: F401  registers the envs
+
+        self.env = gym.make(env_id, **dict(kwargs))
+        self.seed = _setting(env_config, extras, "seed")
+        self.reset_options = dict(_setting(env_config, extras, "reset_options") or {})
+        self.max_turns = int(getattr(self.env.unwrapped, "max_turns", 1) or 1)
+        self.info: dict[str, Any] = {}
+        self.done = False
+
+    def init(self, prompt: Any = None) -> tuple[list[dict[str, str]], dict[str, Any]]:
+        obs, info = self.env.reset(seed=self.seed, options=self.reset_options or None)
+        self.info, self.done, self.turns = dict(info), False, 0
+        messages = [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": obs}]
+        return messages, {"task_id": info.get("task_id"), "group_key": info.get("group_key")}
+
+    def step(self, action: str) -> BaseTextEnvStepOutput:
+        if self.done:
+            raise RuntimeError("the episode is over: SkyRL makes a new env for the next one")
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.turns += 1
+        self.info, self.done = dict(info), bool(terminated or truncated)
+        metadata = {"reward_terms": dict(info.get("reward_terms", {})), "action_valid": info.get("action_valid"),
+                    "truncated": bool(truncated)}
+        if self.done:
+            metadata.update(success=bool(info.get("success", False)),
+                            episode_return=float(info.get("episode_return", 0.0)),
+                            episode_terms=dict(info.get("episode_terms", {})))
+        observations = [] if self.done else [{"role": "user", "content": obs}]
+        return BaseTextEnvStepOutput(observations=observations, reward=float(reward), done=self.done,
+                                     metadata=metadata, postprocessed_action=None)
+
+    def get_metrics(self) -> dict[str, Any]:
+        terms = self.info.get("episode_terms", {})
+        return {"success": float(bool(self.info.get("success", False))),
+                "episode_return": float(self.info.get("episode_return", 0.0)),
+                "turns": self.turns, **{f"terms/{k}": float(v) for k, v in terms.items()}}
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def register(env_class: str = SKYRL_ID) -> str:
+    """Register the adapter with skyrl_gym under ``env_class`` (once; again is a no-op)."""
+    import skyrl_gym
+    from skyrl_gym.envs.registration import registry
+
+    if env_class not in registry:
+        skyrl_gym.register(id=env_class, entry_point=f"{__name__}:AgentGymSkyRLEnv")
+    return env_class
