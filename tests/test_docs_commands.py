@@ -34,6 +34,8 @@ NOT_RUN = {
     "merge runs/board-a": "needs two earlier boards (tests/leaderboard covers merge)",
     "--split L0 L1 L2": "a long multi-split board (tests/leaderboard and tests/envs/test_levels.py cover levels)",
     "benchmarks/results/board": "the full published board (minutes per env)",
+    "ray start": "starts a Ray cluster node (tests/vector/test_ray_cluster.py starts a real head node)",
+    "HEAD_IP": "a placeholder for the reader's cluster (tests/vector/test_ray_cluster.py trains on a real one)",
 }
 TRAINER_SHRINK = ("--num-steps 1 --num-groups 1 --group-size 2 --max-new-tokens 4 --cold-start-steps 2 "
                   "--cold-start-episodes 2 --cold-start-judge-samples 0 --eval-episodes 2 --save-every 1 "
