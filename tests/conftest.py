@@ -2,7 +2,7 @@
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -27,46 +27,128 @@ def one_cpu_thread():
 
 
 class ChatServer:
-    """A real HTTP server on 127.0.0.1 speaking OpenAI's ``/v1/chat/completions``.
+    """A real HTTP server on 127.0.0.1 speaking OpenAI's API as ``vllm serve`` does.
 
-    Each request is recorded in ``requests`` as ``(path, authorization header, JSON body)``. The reply
-    is the next item of ``replies`` (a str is the message content, an int an HTTP error status), or
-    else ``reply(body)``, which by default echoes the last message as an answer.
+    Each request is recorded in ``requests`` as ``(path, authorization header, JSON body)`` (body
+    None for a GET). ``/v1/chat/completions``: the reply is the next item of ``replies`` (a str is
+    the message content, an int an HTTP error status), or else ``reply(body)``, which by default
+    echoes the last message as an answer. ``/v1/completions`` with a token-id prompt: the next int
+    of ``replies`` is an error status, else ``sample(prompt_ids, body)`` gives an
+    :class:`agentgym.agents.Completion` (default: two fixed tokens), returned in vLLM's format:
+    ``token_ids`` when the request asks ``return_token_ids`` and tokens spelled ``"token_id:N"`` when
+    it asks ``return_tokens_as_token_ids`` (``report_token_ids``: ``"tokens"`` answers like an older
+    vLLM without ``return_token_ids``, False like a server with neither); every sampled id list is kept in ``sampled``. ``GET /v1/models``
+    lists ``model_name``. vLLM's dev-mode ``/collective_rpc`` (``update_config``,
+    ``reload_weights``) and ``/reset_prefix_cache`` are recorded in ``rpcs``; ``reload_weights``
+    calls ``on_reload(path)`` with the model path ``update_config`` set (``dev_mode = False``: they
+    are 404, as without ``VLLM_SERVER_DEV_MODE=1``). A path in ``hang`` never
+    gets an answer (until the server closes).
     """
 
     def __init__(self):
+        from agentgym.agents.base import Completion
+
         self.requests: list = []
         self.replies: list = []
         self.reply = lambda body: f"<answer>{body['messages'][-1]['content']}</answer>"
+        self.sample = lambda prompt_ids, body: Completion("ab", token_ids=[7, 8], logprobs=[-0.5, -1.0])
+        self.sampled: list[list[int]] = []
+        self.report_token_ids = True
+        self.model_name = "served-model"
+        self.rpcs: list = []
+        self.dev_mode = True
+        self.model_path: str | None = None
+        self.on_reload = lambda path: None
+        self.hang: set[str] = set()
+        self._closing = threading.Event()
+        self._lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append((self.path, self.headers.get("Authorization"), body))
-                reply = server.replies.pop(0) if server.replies else server.reply(body)
-                if isinstance(reply, int):
-                    self.send_response(reply)
-                    self.end_headers()
-                    self.wfile.write(b"busy")
-                    return
-                logprobs = {"content": [{"token": "x", "logprob": -0.5}, {"token": "y", "logprob": -1.0}]}
-                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply},
-                                                "finish_reason": "stop", "logprobs": logprobs}]}).encode()
-                self.send_response(200)
+            def _send(self, status: int, payload=None):
+                data = b"busy" if payload is None else json.dumps(payload).encode()
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
 
+            def do_GET(self):  # noqa: N802
+                server.requests.append((self.path, self.headers.get("Authorization"), None))
+                if self.path in server.hang:
+                    server._closing.wait()
+                    return
+                if self.path == "/v1/models":
+                    self._send(200, {"object": "list", "data": [{"id": server.model_name, "object": "model",
+                                                                 "root": server.model_path}]})
+                else:
+                    self._send(404, {"detail": "Not Found"})
+
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"null")
+                server.requests.append((self.path, self.headers.get("Authorization"), body))
+                if self.path in server.hang:
+                    server._closing.wait()
+                    return
+                if self.path == "/v1/completions":
+                    return self._completion(body)
+                if self.path in ("/collective_rpc", "/reset_prefix_cache"):
+                    return self._dev(body)
+                with server._lock:
+                    reply = server.replies.pop(0) if server.replies else server.reply(body)
+                if isinstance(reply, int):
+                    return self._send(reply)
+                content = [{"token": "x", "logprob": -0.5}, {"token": "y", "logprob": -1.0}]
+                if body.get("return_tokens_as_token_ids") and server.report_token_ids in (True, "tokens"):
+                    content = [{"token": "token_id:11", "logprob": -0.5}, {"token": "token_id:12", "logprob": -1.0}]
+                self._send(200, {"choices": [{"message": {"role": "assistant", "content": reply},
+                                              "finish_reason": "stop", "logprobs": {"content": content}}]})
+
+            def _completion(self, body):
+                with server._lock:
+                    if server.replies and isinstance(server.replies[0], int):
+                        return self._send(server.replies.pop(0))
+                    c = server.sample(list(body["prompt"]), body)
+                    server.sampled.append(list(c.token_ids))
+                ids = server.report_token_ids in (True, "tokens") and body.get("return_tokens_as_token_ids")
+                tokens = [f"token_id:{t}" if ids else f"<{t}>" for t in c.token_ids]
+                choice = {"index": 0, "text": c.text, "finish_reason": c.finish_reason,
+                          "logprobs": {"tokens": tokens, "token_logprobs": list(c.logprobs),
+                                       "top_logprobs": [{tok: lp} for tok, lp in zip(tokens, c.logprobs)],
+                                       "text_offset": [0] * len(tokens)}}
+                if server.report_token_ids is True and body.get("return_token_ids"):
+                    choice.update(token_ids=list(c.token_ids), prompt_token_ids=list(body["prompt"]))
+                self._send(200, {"object": "text_completion", "model": body.get("model"), "choices": [choice]})
+
+            def _dev(self, body):
+                if not server.dev_mode:  # vLLM adds these routes only with VLLM_SERVER_DEV_MODE=1
+                    return self._send(404, {"detail": "Not Found"})
+                server.rpcs.append((self.path, body))
+                if self.path == "/collective_rpc" and body.get("method") == "update_config":
+                    server.model_path = body["args"][0]["model_config"]["model"]
+                elif self.path == "/collective_rpc" and body.get("method") == "reload_weights":
+                    try:
+                        server.on_reload(server.model_path)
+                    except Exception as e:  # what vLLM would answer: the load failed
+                        return self._send(500, {"error": f"{type(e).__name__}: {e}"})
+                elif self.path == "/collective_rpc":
+                    return self._send(400, {"error": f"unknown method {body.get('method')!r}"})
+                self._send(200, {"results": [None]} if self.path == "/collective_rpc" else {})
+
             def log_message(self, *args):
                 pass
 
-        self._httpd = HTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.root = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        self.url = self.root + "/v1"
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
 
+    def paths(self) -> list[str]:
+        return [path for path, _, _ in self.requests]
+
     def close(self):
+        self._closing.set()
         self._httpd.shutdown()
         self._httpd.server_close()
 

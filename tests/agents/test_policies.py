@@ -1,10 +1,11 @@
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
 
-from agentgym.agents import HFPolicy, OpenAIPolicy, OpenAIRequestError, SamplingConfig
+from agentgym.agents import Completion, HFPolicy, OpenAIPolicy, OpenAIRequestError, SamplingConfig
 
 
 def test_hf_policy_batch_of_histories(tiny_path):
@@ -65,5 +66,53 @@ def test_openai_policy_gives_up_with_a_clear_error(chat_server):
         OpenAIPolicy(chat_server.url, "m", max_retries=1, backoff=0.01).act([{"role": "user", "content": "q"}])
     with pytest.raises(OpenAIRequestError, match="cannot reach"):
         OpenAIPolicy("http://127.0.0.1:9/v1", "m", max_retries=0, timeout=2).act([{"role": "user", "content": "q"}])
-    with pytest.raises(TypeError):
-        OpenAIPolicy(chat_server.url, "m").generate([[1, 2, 3]])
+
+
+def test_openai_policy_never_waits_past_its_timeout_on_a_server_that_does_not_answer(chat_server):
+    chat_server.hang = {"/v1/chat/completions"}
+    t = time.perf_counter()
+    with pytest.raises(OpenAIRequestError, match=r"no answer from .* within 0.5s \(after 2 attempts\)"):
+        OpenAIPolicy(chat_server.url, "m", timeout=0.5, max_retries=1, backoff=0.01).act([{"role": "user", "content": "q"}])
+    assert time.perf_counter() - t < 5
+
+
+def test_token_prompts_go_to_the_completions_endpoint_and_bring_back_the_sampled_ids(chat_server):
+    chat_server.sample = lambda ids, body: Completion("xy", token_ids=[ids[-1] + 1, 2], logprobs=[-0.25, -0.5],
+                                                      finish_reason="length")
+    policy = OpenAIPolicy(chat_server.url, "m", sampling=SamplingConfig(max_new_tokens=2, temperature=0.7),
+                          stop_token_ids=[2])
+    out = policy.generate([[5, 6, 7], [9]])
+    assert [c.token_ids for c in out] == [[8, 2], [10, 2]] and out[0].logprobs == [-0.25, -0.5]
+    assert out[0].prompt_ids == [5, 6, 7] and out[0].text == "xy" and out[0].finish_reason == "length"
+    path, _, body = chat_server.requests[0]
+    assert path == "/v1/completions" and body["prompt"] in ([5, 6, 7], [9]) and body["logprobs"] == 0
+    assert body["return_tokens_as_token_ids"] and body["return_token_ids"] and body["stop_token_ids"] == [2]
+    assert body["max_tokens"] == 2 and body["temperature"] == 0.7
+    chat_server.report_token_ids = "tokens"  # an older vLLM: ids only as "token_id:N" strings
+    chat_server.requests.clear()
+    assert OpenAIPolicy(chat_server.url, "m").generate([[3]])[0].token_ids == [4, 2]
+    assert "return_token_ids" in chat_server.requests[0][2]
+
+
+def test_chat_completions_ask_for_token_ids_only_when_told(chat_server):
+    assert OpenAIPolicy(chat_server.url, "m").generate([[{"role": "user", "content": "q"}]])[0].token_ids == []
+    assert "return_tokens_as_token_ids" not in chat_server.requests[-1][2]  # other servers may reject it
+    out = OpenAIPolicy(chat_server.url, "m", token_ids=True).generate([[{"role": "user", "content": "q"}]])[0]
+    assert out.token_ids == [11, 12] and out.logprobs == [-0.5, -1.0]
+    assert chat_server.requests[-1][2]["top_logprobs"] == 0
+
+
+def test_a_server_without_token_ids_gets_its_text_retokenized_and_counted(chat_server, tiny_path, capsys):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_path)
+    text = "<answer>Paris</answer>"
+    ids = tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    chat_server.sample = lambda prompt, body: Completion(text, token_ids=ids, logprobs=[-0.1] * len(ids))
+    chat_server.report_token_ids = False
+    policy = OpenAIPolicy(chat_server.url, "m", tokenizer=tok)
+    out = policy.generate([[1, 2], [3]])
+    assert [c.token_ids for c in out] == [ids, ids] and out[0].logprobs == [-0.1] * len(ids)
+    assert policy.take_retokenized() == 2 and policy.retokenized == 0
+    assert capsys.readouterr().err.count("reported no token ids") == 1
+    assert OpenAIPolicy(chat_server.url, "m").generate([[1]])[0].token_ids == []  # no tokenizer: no ids
