@@ -31,6 +31,18 @@ def load_model_and_tokenizer(path: str, device: str = "cpu", dtype=None):
     return model, tokenizer
 
 
+def default_stop_token_ids(tokenizer, model=None) -> list[int]:
+    """Ids that end a turn: the tokenizer's eos and the model's generation-config eos ids (every
+    backend stops on the same ones, so a turn ends alike whoever samples it)."""
+    stop = set()
+    if tokenizer.eos_token_id is not None:
+        stop.add(int(tokenizer.eos_token_id))
+    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if gen_eos is not None:
+        stop.update([gen_eos] if isinstance(gen_eos, int) else gen_eos)
+    return sorted(int(t) for t in stop)
+
+
 class HFPolicy(Policy):
     """Sample from a transformers causal LM with ``generate``.
 
@@ -59,13 +71,7 @@ class HFPolicy(Policy):
         self.sampling = sampling or SamplingConfig()
         self.batch_size = batch_size
         if stop_token_ids is None:
-            stop = set()
-            if tokenizer.eos_token_id is not None:
-                stop.add(int(tokenizer.eos_token_id))
-            gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-            if gen_eos is not None:
-                stop.update([gen_eos] if isinstance(gen_eos, int) else gen_eos)
-            stop_token_ids = sorted(stop)
+            stop_token_ids = default_stop_token_ids(tokenizer, model)
         if not stop_token_ids:
             raise ValueError("no stop token: the tokenizer has no eos token; pass stop_token_ids")
         self.stop_token_ids = [int(t) for t in stop_token_ids]

@@ -2,12 +2,15 @@
 
 vLLM is optional (extra ``[vllm]``) and is imported only when a ``VLLMPolicy`` is created, never by
 ``import agentgym.agents``. Written against vLLM's documented offline API: ``LLM``,
-``SamplingParams``, ``LLM.generate`` with token-id prompts, and ``LLM.apply_model`` (or the
-driver worker's model on older releases) to load new weights in place.
+``SamplingParams``, ``LLM.generate`` with token-id prompts, ``LLM.apply_model`` (or the
+driver worker's model on older releases) to load new weights in place, and ``LLM.sleep`` /
+``LLM.wake_up`` (sleep mode, ``enable_sleep_mode=True``) to free its GPU memory while a colocated
+trainer updates.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Iterable, Sequence
 
 from agentgym.agents.base import Completion, Policy, Prompt, SamplingConfig, is_token_prompt
@@ -90,4 +93,21 @@ class VLLMPolicy(Policy):
 
     def sync_from(self, model) -> None:
         """Load a transformers model's current parameters into the engine."""
+        model = getattr(model, "module", model)  # a DistributedDataParallel wrapper's model
         self.load_weights(model.state_dict().items())
+
+    def sleep(self, level: int = 1) -> None:
+        """Free the engine's GPU memory (needs ``enable_sleep_mode=True``): level 1 moves the weights
+        to CPU memory and drops the KV cache; level 2 drops both."""
+        self.llm.sleep(level=level)
+
+    def wake_up(self, tags: Sequence[str] | None = None) -> None:
+        """Take the engine's GPU memory back after :meth:`sleep`: everything, or only ``tags``
+        (``weights``, ``kv_cache``), so that new weights can be loaded before the KV cache returns.
+        On releases whose ``wake_up`` takes no tags, the first call wakes everything."""
+        if tags is None:
+            self.llm.wake_up()
+        elif "tags" in inspect.signature(self.llm.wake_up).parameters:
+            self.llm.wake_up(tags=list(tags))
+        elif "weights" in tags:
+            self.llm.wake_up()
