@@ -39,6 +39,15 @@ def default_env_kwargs(env_id: str) -> dict[str, Any]:
     return json.loads(json.dumps(DEFAULT_ENV_KWARGS.get(env_id, {})))
 
 
+def vllm_installed() -> bool:
+    """Whether vLLM can be imported, found without importing it (it pulls in CUDA)."""
+    import importlib.util
+
+    if "vllm" in sys.modules:
+        return sys.modules["vllm"] is not None
+    return importlib.util.find_spec("vllm") is not None
+
+
 def _finite(name: str, value: float, minimum: float | None = None, positive: bool = False) -> None:
     if not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ConfigError(f"--{name} must be a finite number, got {value!r}")
@@ -160,6 +169,24 @@ class RolloutConfig:
     """window layout: past turns kept in the prompt"""
     max_prompt_tokens: int = 3072
     """an episode whose next prompt is longer is cut (truncated)"""
+    generator: Literal["hf", "vllm", "openai"] = "hf"
+    """what samples rollouts: the trained model (`hf`), a vLLM engine in this process (`vllm`), or an OpenAI-compatible server (`openai`; docs/trainers.md)"""
+    generator_url: str | None = None
+    """`--generator openai`: the server's URL, with /v1 (e.g. http://127.0.0.1:8000/v1)"""
+    generator_model: str | None = None
+    """`--generator openai`: the served model name (default: the first one the server lists)"""
+    generator_api_key_env: str | None = None
+    """`--generator openai`: name of the environment variable holding the server's API key (none: no key sent)"""
+    generator_timeout: float = 60.0
+    """`--generator openai`: seconds one request may take"""
+    generator_retries: int = 3
+    """`--generator openai`: attempts after the first, on connection errors, timeouts, 429 and 5xx"""
+    reload_every: int = 1
+    """`--generator openai`: make the server load the trained weights every N steps (0: never; its weights stay as they are)"""
+    reload_timeout: float = 600.0
+    """`--generator openai`: seconds the server may take to load a checkpoint"""
+    generator_gpu_memory: float = 0.3
+    """`--generator vllm`: share of GPU memory the engine may take (the rest is the trainer's)"""
 
     def validate(self) -> None:
         _at_least("num-groups", self.num_groups, 1)
@@ -171,6 +198,24 @@ class RolloutConfig:
             raise ConfigError(f"--top-p must be in (0, 1], got {self.top_p}")
         _at_least("window", self.window, 0)
         _at_least("max-prompt-tokens", self.max_prompt_tokens, 1)
+        _finite("generator-timeout", self.generator_timeout, positive=True)
+        _at_least("generator-retries", self.generator_retries, 0)
+        _at_least("reload-every", self.reload_every, 0)
+        _finite("reload-timeout", self.reload_timeout, positive=True)
+        _finite("generator-gpu-memory", self.generator_gpu_memory, positive=True)
+        if self.generator_gpu_memory >= 1:
+            raise ConfigError(f"--generator-gpu-memory must be in (0, 1), got {self.generator_gpu_memory}")
+        if self.generator == "openai":
+            if not self.generator_url:
+                raise ConfigError("--generator openai needs --generator-url (the server's URL, e.g. "
+                                  "http://127.0.0.1:8000/v1)")
+            if not self.generator_url.startswith(("http://", "https://")):
+                raise ConfigError(f"--generator-url must be an http(s) URL ending in /v1, got {self.generator_url!r}")
+            if self.generator_api_key_env and self.generator_api_key_env not in os.environ:
+                raise ConfigError(f"--generator-api-key-env names {self.generator_api_key_env!r}, which is not set")
+        if self.generator == "vllm" and not vllm_installed():
+            raise ConfigError("--generator vllm needs vLLM, which is not installed here: `pip install "
+                              "'agentgym[vllm]'` on a CUDA machine, or use --generator hf or --generator openai")
 
 
 @dataclass

@@ -101,12 +101,13 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     from tqdm.auto import tqdm
 
     import agentgym  # noqa: F401  registers the envs
-    from agentgym.agents import HFPolicy, SamplingConfig
+    from agentgym.agents import SamplingConfig
     from agentgym.agents.tiny import resolve_model_path
     from agentgym.rewards.prs import PRSSchedule, stage_pass_rate
     from agentgym.train.advantages import group_advantages
     from agentgym.train.chat import ChatEncoder
     from agentgym.train.checkpoint import find_checkpoint, load_trainer_state, save_checkpoint
+    from agentgym.train.generators import make_generator
     from agentgym.train.metrics import MetricsLogger
     from agentgym.train.rollout import RolloutConfig
     from agentgym.train.samples import episode_samples, per_turn
@@ -139,7 +140,8 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     ref_model = load_model(base_model, device, trainable=False) if o.beta > 0 else None
     optimizer = torch.optim.AdamW(model.parameters(), lr=o.learning_rate, weight_decay=o.weight_decay)
     sampling = SamplingConfig(max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p)
-    policy = HFPolicy(model, tokenizer, sampling)
+    generator = make_generator(config, model, tokenizer, sampling, str(checkpoint or base_model))
+    policy = generator.policy
     probe = gym.make(env_cfg.env_id, **env_kwargs)
     try:
         spec = probe.unwrapped.prs_spec
@@ -213,10 +215,12 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
             samples = episode_samples(episodes, advantages, r.layout) + ext.extra_samples(ctx, episodes)
 
             # ----- update -----
+            generator.before_update()
             t_update = time.perf_counter()
             update_metrics = _update(model, ref_model, optimizer, samples, config, tokenizer.pad_token_id, bf16,
                                      loss_cfg, loss_configs, loss_weights)
             update_time = time.perf_counter() - t_update
+            update_metrics.update(generator.sync(step + 1, model, run.output_dir))
 
             # ----- log -----
             episode_adv = [float(a.mean()) if len(a) else 0.0 for a in advantages]
