@@ -36,6 +36,11 @@ NOT_RUN = {
     "benchmarks/results/board": "the full published board (minutes per env)",
     "ray start": "starts a Ray cluster node (tests/vector/test_ray_cluster.py starts a real head node)",
     "HEAD_IP": "a placeholder for the reader's cluster (tests/vector/test_ray_cluster.py trains on a real one)",
+    "vllm serve": "starts a vLLM server on a GPU (tests/trainers/test_generators.py trains against a stub that "
+                  "speaks its completions and dev endpoints)",
+    "--generator openai": "needs a running vllm serve (tests/trainers/test_generators.py runs GRPO against a stub server)",
+    "--generator vllm": "needs vLLM and a GPU (tests/trainers/test_generators.py runs it through a stand-in module and "
+                        "checks the error without vLLM)",
 }
 TRAINER_SHRINK = ("--num-steps 1 --num-groups 1 --group-size 2 --max-new-tokens 4 --cold-start-steps 2 "
                   "--cold-start-episodes 2 --cold-start-judge-samples 0 --eval-episodes 2 --save-every 1 "

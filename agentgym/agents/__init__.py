@@ -2,7 +2,7 @@
 
 - :class:`HFPolicy`: transformers ``generate`` (the default; CPU or GPU).
 - :class:`VLLMPolicy`: an in-process vLLM engine (imported only when asked for; extra ``[vllm]``).
-- :class:`OpenAIPolicy`: any OpenAI-compatible server, for evaluation.
+- :class:`OpenAIPolicy`: any OpenAI-compatible server, for evaluation and served training rollouts.
 
 Each takes a batch of chat histories (or prompt token ids) and returns a batch of
 :class:`Completion` (text, token ids, logprobs).

@@ -4,6 +4,8 @@
 - :mod:`~agentgym.train.loop`: the RL loop (``train(config, extensions)``).
 - :mod:`~agentgym.train.collector`, :mod:`~agentgym.train.rollout`, :mod:`~agentgym.train.envs`:
   play grouped episodes with a policy, keeping every token.
+- :mod:`~agentgym.train.generators`: what samples the rollouts (``--generator hf|vllm|openai``) and
+  how the trained weights reach it.
 - :mod:`~agentgym.train.tasks`: the task stream, kept apart from the cold start's tasks.
 - :mod:`~agentgym.train.chat`, :mod:`~agentgym.train.samples`: the ``concat`` and ``window`` layouts.
 - :mod:`~agentgym.train.advantages`, :mod:`~agentgym.train.loss`, :mod:`~agentgym.train.update`:
