@@ -177,8 +177,8 @@ class ServerGenerator(Generator):
                 hint = (" (the server has no such endpoint: start it with VLLM_SERVER_DEV_MODE=1)"
                         if "HTTP 404" in str(e) else "")
                 raise GeneratorError(
-                    f"the generator server at {self.root} could not load {path}: {endpoint} "
-                    f"{body.get('method', '')}: {e}{hint}. The trainer reloads weights through vLLM's dev-mode "
+                    f"the generator server at {self.root} could not load {path}: "
+                    f"{endpoint}{' ' + body['method'] if 'method' in body else ''}: {e}{hint}. The trainer reloads weights through vLLM's dev-mode "
                     "endpoints (docs/trainers.md); --reload-every 0 samples from the server's weights as they "
                     "are (off-policy)") from None
         self.loaded = path
