@@ -74,13 +74,13 @@ def mean_ci(values: list[float]) -> tuple[float, float]:
     return m, t95(n) * sd / math.sqrt(n)
 
 
-def first_reaching(curve: list[dict], threshold: float) -> dict | None:
-    """The first curve point at or above the success threshold (None: never reached).
+def first_reaching(curve: list[dict], threshold: float, metric: str = "success") -> dict | None:
+    """The first curve point whose ``metric`` is at or above the threshold (None: never reached).
 
     >>> first_reaching([{"step": 0, "success": 0.1}, {"step": 5, "success": 0.3}], 0.25)["step"]
     5
     """
-    return next((p for p in curve if p["success"] >= threshold), None)
+    return next((p for p in curve if p[metric] >= threshold), None)
 
 
 def cell_config(args, method: str, seed: int, model: str, out: str):
@@ -134,23 +134,24 @@ def run_cell(args, method: str, seed: int) -> dict:
     return row
 
 
-def summarize(cells: list[dict], threshold: float | None) -> dict:
-    """Per method: success before and at the end (mean, 95% CI, per seed), and the steps, episodes
-    and training seconds to reach the threshold (mean over the seeds that reached it)."""
+def summarize(cells: list[dict], threshold: float | None, metric: str = "success") -> dict:
+    """Per method: success and PRS return before and at the end (mean, 95% CI, per seed), and the
+    steps, episodes and training seconds until ``metric`` (``success`` or ``return``) reached the
+    threshold (mean over the seeds that reached it)."""
     methods = sorted({c["method"] for c in cells}, key=lambda m: list(METHODS).index(m))
-    before = [c["curve"][0]["success"] for c in cells]
+    before = [c["curve"][0][metric] for c in cells]
     if threshold is None and cells:
-        best = max(sum(c["curve"][-1]["success"] for c in cells if c["method"] == m) /
+        best = max(sum(c["curve"][-1][metric] for c in cells if c["method"] == m) /
                    sum(1 for c in cells if c["method"] == m) for m in methods)
         start = sum(before) / len(before)
         threshold = round(max((start + best) / 2, start + 0.05), 3)
-    out = {"threshold": threshold, "methods": {}}
+    out = {"threshold": threshold, "metric": metric, "methods": {}}
     for m in methods:
         mine = sorted((c for c in cells if c["method"] == m), key=lambda c: c["seed"])
         first = [c["curve"][0]["success"] for c in mine]
         last = [c["curve"][-1]["success"] for c in mine]
         gains = [b - a for a, b in zip(first, last)]
-        reached = [p for p in (first_reaching(c["curve"], threshold) for c in mine) if p is not None]
+        reached = [p for p in (first_reaching(c["curve"], threshold, metric) for c in mine) if p is not None]
         mean_of = (lambda key: sum(p[key] for p in reached) / len(reached)) if reached else (lambda key: None)
         out["methods"][m] = {
             "seeds": [c["seed"] for c in mine], "before": first, "after": last,
@@ -169,7 +170,7 @@ def table(env_id: str, summary: dict) -> str:
         return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{nd}f}"
 
     threshold = "none" if summary["threshold"] is None else f"{summary['threshold']:.3f}"
-    lines = [f"**{env_id}**, held-out success (threshold {threshold} for the time-to columns)", "",
+    lines = [f"**{env_id}**, held-out evaluation (the time-to columns: {summary['metric']} reaching {threshold})", "",
              "| method | success before | success after (mean ± 95% CI) | gain (mean ± 95% CI) | per seed "
              "(before → after) | PRS return before → after (± 95% CI) | reached | steps to it | episodes to it "
              "| train s to it |",
@@ -217,7 +218,7 @@ def report(args) -> dict:
             path = os.path.join(root, method, f"seed{seed}", "cell.json")
             if os.path.exists(path):
                 cells.append(json.load(open(path)))
-    summary = summarize(cells, args.threshold)
+    summary = summarize(cells, args.threshold, args.metric)
     md = table(args.env_id, summary)
     tag = args.env_id.replace("/", "_")
     os.makedirs(args.out, exist_ok=True)
@@ -245,6 +246,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--threshold", type=float, default=None,
                    help="success to reach (default: halfway from the mean start to the best method's mean end, "
                         "and at least 0.05 above the start)")
+    p.add_argument("--metric", choices=["success", "return"], default="success",
+                   help="what the threshold columns measure: held-out success or PRS return")
     p.add_argument("--cpu-threads", type=int, default=None, help="default: the trainers' default")
     p.add_argument("--override", type=json.loads, default={},
                    help='JSON of trainer settings for every cell and cold start, flat names as build() takes '

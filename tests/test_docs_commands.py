@@ -48,6 +48,9 @@ TRAINER_SHRINK = ("--num-steps 1 --num-groups 1 --group-size 2 --max-new-tokens 
 SHRINK = [
     (r"^python trainers/sft\.py", "--num-steps 2 --num-episodes 2 --batch-size 2 --no-progress --quiet --no-tensorboard"),
     (r"^python trainers/\w+\.py", TRAINER_SHRINK),
+    (r"^python benchmarks/learning_curves\.py", "--methods grpo --seeds 0 --max-episodes 4 --eval-every 1 "
+     "--eval-episodes 2 --override '{\"cold_start_steps\": 2, \"cold_start_episodes\": 2, \"num_groups\": 1, "
+     "\"group_size\": 2, \"max_new_tokens\": 4}'"),
     (r"^agentgym eval", "--num-episodes 2 --batch-size 2 --max-new-tokens 4"),
     (r"^agentgym expert-data", "--episodes 2"),
     (r"(agentgym leaderboard|benchmarks/leaderboard\.py)( --agents|$)", "--limit 1 --max-new-tokens 4"),
