@@ -61,7 +61,8 @@ def cold_start(config: TrainConfig) -> str:
 
 def run_eval(config: TrainConfig, policy, env_kwargs: dict) -> dict:
     """Success rate and PRS return of the current policy on held-out tasks (the same tasks and
-    sampling seed every time; the run's random streams are left as they were)."""
+    sampling seed every time; the run's random streams are left as they were). The return is the
+    PRS return even when training uses ``--reward-mode binary``, so runs compare on one scale."""
     import torch
 
     from agentgym.agents import SamplingConfig
@@ -73,7 +74,7 @@ def run_eval(config: TrainConfig, policy, env_kwargs: dict) -> dict:
     saved = rng_state()
     torch.manual_seed(config.run.seed + 1_000_003)
     try:
-        return evaluate(policy, config.env.env_id, env_kwargs, config.eval.eval_split, config.eval.eval_episodes,
+        return evaluate(policy, config.env.env_id, {**env_kwargs, "reward_mode": "prs"}, config.eval.eval_split, config.eval.eval_episodes,
                         batch_size=min(32, config.eval.eval_episodes), seed=config.eval.eval_seed, sampling=sampling,
                         window=r.window if r.layout == "window" else None)
     finally:

@@ -176,3 +176,19 @@ def test_update_metrics_average_every_minibatch_step(tmp_path):
     # loss tokens of one pass over the batch: every generated token of the batch is trained on
     assert row["tokens/loss"] == row["tokens/generated"]
     assert all(row[k] is not None for k in ("loss/policy", "kl", "grad_norm", "clip_ratio"))
+
+
+def test_a_binary_reward_run_is_evaluated_on_the_prs_return(tmp_path):
+    from agentgym.agents.base import Completion, Policy
+
+    class Searcher(Policy):  # always a well-formed search: format and tool terms, never the answer
+        def generate(self, prompts, sampling=None):
+            call = '<tool_call>{"name": "search", "arguments": {"query": "founded"}}</tool_call>'
+            return [Completion(text=call) for _ in prompts]
+
+    policy = Searcher()
+    kwargs = json.loads(TOOLQA_SMALL)
+    prs = run_eval(small_args(tmp_path, eval_episodes=4, max_new_tokens=8), policy, {"reward_mode": "prs", **kwargs})
+    binary = run_eval(small_args(tmp_path, eval_episodes=4, max_new_tokens=8, reward_mode="binary"), policy,
+                      {"reward_mode": "binary", **kwargs})
+    assert binary == prs and prs["prs_return"] > 0.0 and prs["success_rate"] == 0.0
