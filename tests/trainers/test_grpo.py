@@ -176,3 +176,16 @@ def test_update_metrics_average_every_minibatch_step(tmp_path):
     # loss tokens of one pass over the batch: every generated token of the batch is trained on
     assert row["tokens/loss"] == row["tokens/generated"]
     assert all(row[k] is not None for k in ("loss/policy", "kl", "grad_norm", "clip_ratio"))
+
+
+def test_rollout_mode_reaches_the_collector_and_in_process_envs_play_it_as_lockstep(tmp_path):
+    # on the sync backend nothing steps concurrently, so overlapped batches are lockstep's exactly
+    # and even sampled runs match; on the process backend the overlapped run trains too
+    lock = grpo.main(small_args(tmp_path / "lock", num_steps=2, save_every=0, tensorboard=False))
+    over = grpo.main(small_args(tmp_path / "over", num_steps=2, save_every=0, tensorboard=False,
+                                rollout_mode="overlapped"))
+    assert stable(over.history) == stable(lock.history)
+    proc = grpo.main(small_args(tmp_path / "proc", num_steps=1, save_every=0, tensorboard=False,
+                                rollout_mode="overlapped", backend="process"))
+    row = proc.history[0]
+    assert row["episodes/played"] == 4 and row["time/rollout"] > 0 and torch.isfinite(torch.tensor(row["loss/policy"]))
