@@ -63,9 +63,10 @@ class EnvBatch:
             raise RuntimeError(f"envs {busy} were sent an action whose result was not received yet")
         self._sent.update(actions)
 
-    def recv_some(self, min_results: int = 1) -> dict[int, StepResult]:
+    def recv_some(self, min_results: int = 1, timeout: float | None = None) -> dict[int, StepResult]:
         """Results of sent steps that are ready, each returned once: at least ``min_results`` of
-        them (fewer if fewer are pending; 0 never waits). Here every pending step runs now."""
+        them (fewer if fewer are pending, or if ``timeout`` seconds pass first; 0 never waits).
+        Here every pending step runs now."""
         sent, self._sent = self._sent or {}, None
         return self.step_some(sent) if sent else {}
 
@@ -184,11 +185,13 @@ class VecEnvBatch(EnvBatch):
             ids = sorted(actions)
             self.vec.send([actions[i] for i in ids], ids)
 
-    def recv_some(self, min_results=1):
+    def recv_some(self, min_results=1, timeout=None):
         pending = self.vec.pending
         if not pending:
             return {}
-        got = self.vec.recv(min_envs=min_results if self.concurrent else len(pending))
+        if not self.concurrent:
+            min_results, timeout = len(pending), None
+        got = self.vec.recv(min_envs=min_results, timeout=timeout)
         per_env = _unbatch_info(got.infos, len(got.env_ids))
         return {int(i): (str(got.observations[k]), float(got.rewards[k]), bool(got.terminated[k]),
                          bool(got.truncated[k]), per_env[k]) for k, i in enumerate(got.env_ids)}

@@ -126,6 +126,12 @@ class RolloutConfig:
     step (same episodes under greedy decoding; pays off with worker-process or Ray envs)."""
     max_generate_batch: int | None = None
     """``overlapped`` mode: most episodes per policy call (None: every episode that is ready)."""
+    batch_wait: float = 1.0
+    """``overlapped`` mode: once one env step is back, wait up to this many times the last policy
+    call's time for the others in flight. Most of a call's time does not grow with its batch
+    (decoding steps), so an env that is back within about a call's time costs less to wait for
+    than to generate for in a call of its own; 0 takes only what is ready (more overlap when
+    envs are slow and a call for a few episodes is cheap, as for a small model on CPU)."""
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -134,6 +140,8 @@ class RolloutConfig:
             raise ValueError(f"rollout_mode must be one of {ROLLOUT_MODES}, got {self.rollout_mode!r}")
         if self.max_generate_batch is not None and self.max_generate_batch < 1:
             raise ValueError(f"max_generate_batch must be >= 1 or None, got {self.max_generate_batch}")
+        if not self.batch_wait >= 0:
+            raise ValueError(f"batch_wait must be >= 0, got {self.batch_wait}")
 
 
 def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None,
@@ -267,8 +275,9 @@ def _play_overlapped(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
     """Generate for the episodes whose env step is back while the envs of the others still step.
 
     The actions of each generated batch are sent at once; then whatever results are ready (at
-    least one when nothing else is waiting) are taken, and the episodes they belong to form the
-    next batch (at most ``cfg.max_generate_batch``), in env order. An episode's own turns come in
+    least one when nothing else is waiting, then those that come back within ``cfg.batch_wait``
+    times the last policy call's time) are taken, and the episodes they belong to form the next batch
+    (at most ``cfg.max_generate_batch``), in env order. An episode's own turns come in
     the same order as in lockstep, so with greedy decoding its turns are the same. Time spent
     generating is ``time/generate``; ``time/env`` is only the time spent waiting on envs, so env
     time hidden behind generation does not count. Returns (generate s, env s).
@@ -287,6 +296,7 @@ def _overlap(envs, policy, encoder, episodes, cfg, sampling) -> tuple[float, flo
     waiting: dict[int, Completion] = {}  # env index -> the completion its env is stepping on
     ready = [i for i, ep in enumerate(episodes) if not ep.done]  # turn due, in env order
     cap = cfg.max_generate_batch or len(episodes)
+    last_call = 0.0  # seconds the last policy call took
     while ready or waiting:
         prompts = {}
         while ready and len(prompts) < cap:
@@ -297,7 +307,8 @@ def _overlap(envs, policy, encoder, episodes, cfg, sampling) -> tuple[float, flo
         if prompts:
             t = time.perf_counter()
             completions = _generate(policy, encoder, episodes, prompts, sampling)
-            gen_time += time.perf_counter() - t
+            last_call = time.perf_counter() - t
+            gen_time += last_call
             t = time.perf_counter()
             envs.send_some({i: c.text for i, c in completions.items()})
             env_time += time.perf_counter() - t
@@ -305,8 +316,12 @@ def _overlap(envs, policy, encoder, episodes, cfg, sampling) -> tuple[float, flo
         if not waiting:
             continue
         t = time.perf_counter()
-        # with episodes still to generate for, take only what is ready now; else wait for one
+        # with episodes still to generate for, take only what is ready now; else wait for one,
+        # then up to cfg.batch_wait policy calls' time for the rest, which would otherwise need
+        # a call of their own; an env slower than that no longer holds up the others
         results = envs.recv_some(0 if ready else 1)
+        if not ready and len(waiting) > len(results) and cfg.batch_wait > 0:
+            results.update(envs.recv_some(len(waiting) - len(results), timeout=cfg.batch_wait * last_call))
         env_time += time.perf_counter() - t
         for i in sorted(results):
             ep = episodes[i]

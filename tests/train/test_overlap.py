@@ -83,14 +83,15 @@ def test_overlapped_plays_the_same_episodes_as_lockstep(varied_tiny, backend, la
 
 class Scripted:
     """Answers ``inc``; the prompts at (call number, index) in ``faults`` get ``faults[...]``.
-    Records when each call came and how many prompts it had."""
+    Records when each call came and how many prompts it had; each call takes ``delay`` seconds."""
 
-    def __init__(self, faults=None):
-        self.faults, self.calls = dict(faults or {}), []
+    def __init__(self, faults=None, delay=0.0):
+        self.faults, self.calls, self.delay = dict(faults or {}), [], delay
 
     def generate(self, prompts, sampling=None):
         n = len(self.calls)
         self.calls.append((time.monotonic(), len(prompts)))
+        time.sleep(self.delay)
         return [Completion(self.faults.get((n, k), "inc"), [1, 2]) for k in range(len(prompts))]
 
 
@@ -153,6 +154,8 @@ def test_bad_rollout_mode_is_a_clear_error():
         RolloutConfig(rollout_mode="async")
     with pytest.raises(ValueError, match="max_generate_batch"):
         RolloutConfig(rollout_mode="overlapped", max_generate_batch=0)
+    with pytest.raises(ValueError, match="batch_wait"):
+        RolloutConfig(rollout_mode="overlapped", batch_wait=-1.0)
 
 
 def test_max_generate_batch_caps_each_policy_call():
@@ -165,3 +168,15 @@ def test_max_generate_batch_caps_each_policy_call():
         envs.close()
     assert max(n for _, n in policy.calls) == 4
     assert sum(n for _, n in policy.calls) == 3 * 3 + 3 * 4 and all(ep.success for ep in episodes)
+
+
+def test_env_results_that_come_back_together_go_in_one_policy_call():
+    # fast envs, a policy call of 0.2 s: waiting for the other envs costs less than another call
+    policy = Scripted(delay=0.2)
+    envs = VecEnvBatch(make_vec(FIXTURE_ID, num_envs=6, group_size=3, backend="process"), 2, 3)
+    try:
+        episodes, _ = collect_episodes(envs, policy, None, REQUESTS, RolloutConfig(layout="window",
+                                                                                  rollout_mode="overlapped"))
+    finally:
+        envs.close()
+    assert [n for _, n in policy.calls] == [6, 6, 6, 3] and all(ep.success for ep in episodes)
