@@ -276,14 +276,14 @@ def _play_overlapped(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
 
     The actions of each generated batch are sent at once; then whatever results are ready (at
     least one when nothing else is waiting, then those that come back within ``cfg.batch_wait``
-    times the last policy call's time) are taken, and the episodes they belong to form the next batch
-    (at most ``cfg.max_generate_batch``), in env order. An episode's own turns come in
-    the same order as in lockstep, so with greedy decoding its turns are the same. Time spent
-    generating is ``time/generate``; ``time/env`` is only the time spent waiting on envs, so env
-    time hidden behind generation does not count. Returns (generate s, env s).
+    times the last policy call's time) are taken, and their episodes form the next batch (at most
+    ``cfg.max_generate_batch``), in env order. An episode's own turns come in the same order as in
+    lockstep, so with greedy decoding its turns are the same. Time spent generating is
+    ``time/generate``; ``time/env`` is only the time spent waiting on envs, so env time hidden
+    behind generation does not count. Returns (generate s, env s).
     """
     try:
-        return _overlap(envs, policy, encoder, episodes, cfg, sampling)
+        return _overlapped_turns(envs, policy, encoder, episodes, cfg, sampling)
     except BaseException:
         # leave no step in flight: the env batch must be usable by the next call (a reset)
         if envs.pending:
@@ -291,7 +291,8 @@ def _play_overlapped(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
         raise
 
 
-def _overlap(envs, policy, encoder, episodes, cfg, sampling) -> tuple[float, float]:
+def _overlapped_turns(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None, episodes: list[Episode],
+                      cfg: RolloutConfig, sampling: SamplingConfig | None) -> tuple[float, float]:
     gen_time = env_time = 0.0
     waiting: dict[int, Completion] = {}  # env index -> the completion its env is stepping on
     ready = [i for i, ep in enumerate(episodes) if not ep.done]  # turn due, in env order

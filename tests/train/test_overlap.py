@@ -149,6 +149,28 @@ def test_a_hung_env_holds_up_no_other_episode_when_overlapped():
     assert all(ep.success and not ep.error for ep in again)
 
 
+def test_a_policy_error_mid_rollout_leaves_no_step_in_flight():
+    envs = VecEnvBatch(make_vec(FIXTURE_ID, num_envs=6, group_size=3, backend="process", step_timeout=3.0), 2, 3)
+
+    class Failing(Scripted):
+        def generate(self, prompts, sampling=None):
+            if len(self.calls) == 1:  # the others' second turn, while env 0's hung step is in flight
+                self.in_flight = envs.pending
+                raise RuntimeError("out of memory")
+            return super().generate(prompts, sampling)
+
+    policy = Failing({(0, 0): "!hang"})
+    cfg = RolloutConfig(layout="window", rollout_mode="overlapped", batch_wait=0)
+    try:
+        with pytest.raises(RuntimeError, match="out of memory"):
+            collect_episodes(envs, policy, None, REQUESTS, cfg)
+        assert 0 in policy.in_flight and not envs.pending
+        episodes, _ = collect_episodes(envs, Scripted(), None, REQUESTS, cfg)  # resets as usual
+    finally:
+        envs.close()
+    assert all(ep.success for ep in episodes)
+
+
 def test_bad_rollout_mode_is_a_clear_error():
     with pytest.raises(ValueError, match="rollout_mode"):
         RolloutConfig(rollout_mode="async")
