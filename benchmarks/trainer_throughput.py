@@ -283,80 +283,87 @@ def bench_gcd(args):
 
 def bench_overlap(args):
     """Rollout wall time of the lockstep and overlapped collectors on the same seeds, same envs."""
-    import numpy as np
     import torch
 
     from agentgym.agents import HFPolicy, SamplingConfig
     from agentgym.agents.tiny import build_tiny_model
-    from agentgym.train.chat import ChatEncoder
-    from agentgym.train.rollout import RolloutConfig, collect_episodes
-    from agentgym.train.setup import load_model, load_tokenizer, make_env_batch, task_seed
+    from agentgym.train.setup import load_model, load_tokenizer
 
     torch.set_num_threads(args.cpu_threads)
     path = str(build_tiny_model(("ToolQA-v0",), args.tiny_size))
     model, tok = load_model(path, "cpu"), load_tokenizer(path)
     policy = HFPolicy(model, tok, SamplingConfig(max_new_tokens=args.max_new_tokens, temperature=0.0))
-    modes = ("lockstep", "overlapped")
     out = {"load_average_at_start": list(os.getloadavg()), "envs": args.overlap_envs,
            "rounds": args.overlap_rounds, "max_turns": args.overlap_max_turns, "batch_wait": args.overlap_batch_wait}
     for env_id in args.overlap_env_ids.split(","):
-        envs = make_env_batch(env_id, args.overlap_envs // 2, 2, "process", {"max_turns": args.overlap_max_turns})
-        reset_groups, reset_s = envs.reset_groups, []
-
-        def timed_reset(*a, **k):  # the reset is the same in both modes: timed to be set apart
-            t = time.perf_counter()
-            starts = reset_groups(*a, **k)
-            reset_s.append(time.perf_counter() - t)
-            return starts
-
-        envs.reset_groups = timed_reset
-
-        def play(seeds, mode):
-            cfg = RolloutConfig(layout="window", rollout_mode=mode, batch_wait=args.overlap_batch_wait)
-            return collect_episodes(envs, policy, ChatEncoder(tok), seeds, cfg, reset_options={"split": "train"})
-
-        rows = {m: [] for m in modes}  # per round: (rollout, reset, generate, env wait)
-        same = True
-        try:
-            # untimed warm-up rounds, one per mode: a fresh worker starts its engine (a JVM) on its
-            # first reset, and the engine's first episode runs slower than the next (JIT)
-            for mode in modes:
-                play([task_seed(99, g) for g in range(envs.num_groups)], mode)
-            for r in range(args.overlap_rounds):
-                seeds = [task_seed(r, g) for g in range(envs.num_groups)]
-                # untimed: a worker's first episode of a task runs slower than the next (file and
-                # engine caches, JIT), and only the first of the two modes would pay for it
-                play(seeds, "lockstep")
-                del reset_s[:]
-                played = {}
-                # alternate which mode goes first, so a load drift does not favour one of them
-                for mode in (modes if r % 2 == 0 else modes[::-1]):
-                    episodes, timing = play(seeds, mode)
-                    rows[mode].append((timing["time/rollout"], reset_s[-1], timing["time/generate"], timing["time/env"]))
-                    played[mode] = [(e.actions, e.observations, e.rewards, [t.completion.token_ids for t in e.turns])
-                                    for e in episodes]
-                    turns = sum(len(e.turns) for e in episodes)
-                same = same and played["lockstep"] == played["overlapped"]
-        finally:
-            envs.close()
-        total = {m: np.array(rows[m]).sum(axis=0) for m in modes}
-        res = {}
-        for m in modes:
-            res.update({f"{m}_s": float(total[m][0]), f"{m}_reset_s": float(total[m][1]),
-                        f"{m}_generate_s": float(total[m][2]), f"{m}_env_wait_s": float(total[m][3])})
-        play_s = {m: total[m][0] - total[m][1] for m in modes}
-        res.update({"overlapped_over_lockstep": float(total["overlapped"][0] / total["lockstep"][0]),
-                    "without_resets": float(play_s["overlapped"] / play_s["lockstep"]),
-                    "median_round_ratio": float(np.median([o[0] / k[0] for o, k in zip(rows["overlapped"],
-                                                                                        rows["lockstep"])])),
-                    # with every env wait hidden and nothing else changed, lockstep would take this much
-                    "bound_if_env_wait_hidden": float(1 - total["lockstep"][3] / total["lockstep"][0]),
-                    "turns_per_round": turns, "same_episodes": same,
-                    "lockstep_rounds_s": [row[0] for row in rows["lockstep"]],
-                    "overlapped_rounds_s": [row[0] for row in rows["overlapped"]]})
-        out[env_id] = res
+        out[env_id] = _overlap_on(env_id, policy, tok, args)
     out["load_average_at_end"] = list(os.getloadavg())
     return out
+
+
+def _overlap_on(env_id, policy, tok, args):
+    """The overlap part on one env: both modes, ``args.overlap_rounds`` rounds on the same envs."""
+    import numpy as np
+
+    from agentgym.train.chat import ChatEncoder
+    from agentgym.train.rollout import RolloutConfig, collect_episodes
+    from agentgym.train.setup import make_env_batch, task_seed
+
+    modes = ("lockstep", "overlapped")
+    envs = make_env_batch(env_id, args.overlap_envs // 2, 2, "process", {"max_turns": args.overlap_max_turns})
+    reset_groups, reset_s = envs.reset_groups, []
+
+    def timed_reset(*a, **k):  # the reset is the same in both modes: timed to be set apart
+        t = time.perf_counter()
+        starts = reset_groups(*a, **k)
+        reset_s.append(time.perf_counter() - t)
+        return starts
+
+    envs.reset_groups = timed_reset
+
+    def play(seeds, mode):
+        cfg = RolloutConfig(layout="window", rollout_mode=mode, batch_wait=args.overlap_batch_wait)
+        return collect_episodes(envs, policy, ChatEncoder(tok), seeds, cfg, reset_options={"split": "train"})
+
+    rows = {m: [] for m in modes}  # per round: (rollout, reset, generate, env wait)
+    same = True
+    try:
+        # untimed warm-up rounds, one per mode: a fresh worker starts its engine (a JVM) on its
+        # first reset, and the engine's first episode runs slower than the next (JIT)
+        for mode in modes:
+            play([task_seed(99, g) for g in range(envs.num_groups)], mode)
+        for r in range(args.overlap_rounds):
+            seeds = [task_seed(r, g) for g in range(envs.num_groups)]
+            # untimed: a worker's first episode of a task runs slower than the next (file and
+            # engine caches, JIT), and only the first of the two modes would pay for it
+            play(seeds, "lockstep")
+            played = {}
+            # alternate which mode goes first, so a load drift does not favour one of them
+            for mode in (modes if r % 2 == 0 else modes[::-1]):
+                episodes, timing = play(seeds, mode)
+                rows[mode].append((timing["time/rollout"], reset_s[-1], timing["time/generate"], timing["time/env"]))
+                played[mode] = [(e.actions, e.observations, e.rewards, [t.completion.token_ids for t in e.turns])
+                                for e in episodes]
+                turns = sum(len(e.turns) for e in episodes)
+            same = same and played["lockstep"] == played["overlapped"]
+    finally:
+        envs.close()
+    total = {m: np.array(rows[m]).sum(axis=0) for m in modes}
+    res = {}
+    for m in modes:
+        res.update({f"{m}_s": float(total[m][0]), f"{m}_reset_s": float(total[m][1]),
+                    f"{m}_generate_s": float(total[m][2]), f"{m}_env_wait_s": float(total[m][3])})
+    play_s = {m: total[m][0] - total[m][1] for m in modes}
+    ratios = [o[0] / k[0] for o, k in zip(rows["overlapped"], rows["lockstep"])]
+    res.update({"overlapped_over_lockstep": float(total["overlapped"][0] / total["lockstep"][0]),
+                "without_resets": float(play_s["overlapped"] / play_s["lockstep"]),
+                "median_round_ratio": float(np.median(ratios)),
+                # with every env wait hidden and nothing else changed, lockstep would take this much
+                "bound_if_env_wait_hidden": float(1 - total["lockstep"][3] / total["lockstep"][0]),
+                "turns_per_round": turns, "same_episodes": same,
+                "lockstep_rounds_s": [row[0] for row in rows["lockstep"]],
+                "overlapped_rounds_s": [row[0] for row in rows["overlapped"]]})
+    return res
 
 
 def main(argv=None):

@@ -6,8 +6,9 @@ unfinished episodes together: it builds each episode's prompt ids in the chosen 
 the policy for one completion per episode in one batched call, and sends the completion's text to
 the env. That is the ``lockstep`` mode, where every turn waits for the slowest env; in the
 ``overlapped`` mode the episodes whose env step is back are generated for while the envs of the
-others still step (:func:`_play_overlapped`). Everything the trainer needs later (prompt ids, sampled ids, the concat sequence and its
-loss mask, rewards, PRS terms) is recorded on the :class:`Episode`.
+others still step (:func:`_play_overlapped`). Everything the trainer needs later (prompt ids,
+sampled ids, the concat sequence and its loss mask, rewards, PRS terms) is recorded on the
+:class:`Episode`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from agentgym.agents.base import Completion, Policy, SamplingConfig
 from agentgym.prompts import episode_to_messages
 from agentgym.train.chat import LAYOUTS, ChatEncoder, window_prompt_ids
 from agentgym.train.envs import EnvBatch, StepResult
-
 
 ROLLOUT_MODES = ("lockstep", "overlapped")
 
