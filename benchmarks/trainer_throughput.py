@@ -19,6 +19,13 @@ Parts:
   model (the tiny one after a short SFT cold start, so some episodes succeed and the judge gets
   good steps too), settings, seed and tasks; reports GCD's mean step time over GRPO's (steps after
   the first) and where GCD's extra time goes (judge generation, the judge's share of the update).
+- ``overlap`` (``--overlap-rounds N``, ``--only-overlap``): rollout wall time of ``--rollout-mode``
+  lockstep and overlapped on ALFWorld-v0 and ScienceWorld-v0 with the process backend, the tiny
+  model and ``--overlap-envs`` envs. Greedy decoding, so both modes play the same episodes (checked)
+  and do the same env work; each round's tasks are played once untimed first (a worker's first
+  episode of a task is slower), and the modes alternate which goes first, so a load change on the
+  machine hits both. Reports overlapped/lockstep per env (target <= 0.8), also without the resets
+  (the same in both modes), and the ratio lockstep would get if all its env wait were hidden.
 Results print as a table and go to ``--output`` as JSON.
 """
 
@@ -274,6 +281,91 @@ def bench_gcd(args):
             "gcd_max_judged_steps": args.gcd_judged_steps}
 
 
+def bench_overlap(args):
+    """Rollout wall time of the lockstep and overlapped collectors on the same seeds, same envs."""
+    import torch
+
+    from agentgym.agents import HFPolicy, SamplingConfig
+    from agentgym.agents.tiny import build_tiny_model
+    from agentgym.train.setup import load_model, load_tokenizer
+
+    torch.set_num_threads(args.cpu_threads)
+    path = str(build_tiny_model(("ToolQA-v0",), args.tiny_size))
+    model, tok = load_model(path, "cpu"), load_tokenizer(path)
+    policy = HFPolicy(model, tok, SamplingConfig(max_new_tokens=args.max_new_tokens, temperature=0.0))
+    out = {"load_average_at_start": list(os.getloadavg()), "envs": args.overlap_envs,
+           "rounds": args.overlap_rounds, "max_turns": args.overlap_max_turns, "batch_wait": args.overlap_batch_wait}
+    for env_id in args.overlap_env_ids.split(","):
+        out[env_id] = _overlap_on(env_id, policy, tok, args)
+    out["load_average_at_end"] = list(os.getloadavg())
+    return out
+
+
+def _overlap_on(env_id, policy, tok, args):
+    """The overlap part on one env: both modes, ``args.overlap_rounds`` rounds on the same envs."""
+    import numpy as np
+
+    from agentgym.train.chat import ChatEncoder
+    from agentgym.train.rollout import RolloutConfig, collect_episodes
+    from agentgym.train.setup import make_env_batch, task_seed
+
+    modes = ("lockstep", "overlapped")
+    envs = make_env_batch(env_id, args.overlap_envs // 2, 2, "process", {"max_turns": args.overlap_max_turns})
+    reset_groups, reset_s = envs.reset_groups, []
+
+    def timed_reset(*a, **k):  # the reset is the same in both modes: timed to be set apart
+        t = time.perf_counter()
+        starts = reset_groups(*a, **k)
+        reset_s.append(time.perf_counter() - t)
+        return starts
+
+    envs.reset_groups = timed_reset
+
+    def play(seeds, mode):
+        cfg = RolloutConfig(layout="window", rollout_mode=mode, batch_wait=args.overlap_batch_wait)
+        return collect_episodes(envs, policy, ChatEncoder(tok), seeds, cfg, reset_options={"split": "train"})
+
+    rows = {m: [] for m in modes}  # per round: (rollout, reset, generate, env wait)
+    same = True
+    try:
+        # untimed warm-up rounds, one per mode: a fresh worker starts its engine (a JVM) on its
+        # first reset, and the engine's first episode runs slower than the next (JIT)
+        for mode in modes:
+            play([task_seed(99, g) for g in range(envs.num_groups)], mode)
+        for r in range(args.overlap_rounds):
+            seeds = [task_seed(r, g) for g in range(envs.num_groups)]
+            # untimed: a worker's first episode of a task runs slower than the next (file and
+            # engine caches, JIT), and only the first of the two modes would pay for it
+            play(seeds, "lockstep")
+            played = {}
+            # alternate which mode goes first, so a load drift does not favour one of them
+            for mode in (modes if r % 2 == 0 else modes[::-1]):
+                episodes, timing = play(seeds, mode)
+                rows[mode].append((timing["time/rollout"], reset_s[-1], timing["time/generate"], timing["time/env"]))
+                played[mode] = [(e.actions, e.observations, e.rewards, [t.completion.token_ids for t in e.turns])
+                                for e in episodes]
+                turns = sum(len(e.turns) for e in episodes)
+            same = same and played["lockstep"] == played["overlapped"]
+    finally:
+        envs.close()
+    total = {m: np.array(rows[m]).sum(axis=0) for m in modes}
+    res = {}
+    for m in modes:
+        res.update({f"{m}_s": float(total[m][0]), f"{m}_reset_s": float(total[m][1]),
+                    f"{m}_generate_s": float(total[m][2]), f"{m}_env_wait_s": float(total[m][3])})
+    play_s = {m: total[m][0] - total[m][1] for m in modes}
+    ratios = [o[0] / k[0] for o, k in zip(rows["overlapped"], rows["lockstep"])]
+    res.update({"overlapped_over_lockstep": float(total["overlapped"][0] / total["lockstep"][0]),
+                "without_resets": float(play_s["overlapped"] / play_s["lockstep"]),
+                "median_round_ratio": float(np.median(ratios)),
+                # with every env wait hidden and nothing else changed, lockstep would take this much
+                "bound_if_env_wait_hidden": float(1 - total["lockstep"][3] / total["lockstep"][0]),
+                "turns_per_round": turns, "same_episodes": same,
+                "lockstep_rounds_s": [row[0] for row in rows["lockstep"]],
+                "overlapped_rounds_s": [row[0] for row in rows["overlapped"]]})
+    return res
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cpu", help="cpu, or cuda to add the GPU part")
@@ -297,13 +389,23 @@ def main(argv=None):
                    help="GCD balance; `none` judges every step at its cap even when no episode succeeds")
     p.add_argument("--gcd-cold-start-steps", type=int, default=60, help="SFT steps of the model both runs start from")
     p.add_argument("--only-gcd", action="store_true", help="run only the gcd part")
+    p.add_argument("--overlap-rounds", type=int, default=0,
+                   help="rollouts per mode and env of the overlap part (0: skip the part)")
+    p.add_argument("--overlap-envs", type=int, default=8, help="envs of the overlap part (groups of 2)")
+    p.add_argument("--overlap-max-turns", type=int, default=10, help="turn limit of the overlap part's episodes")
+    p.add_argument("--overlap-env-ids", default="ALFWorld-v0,ScienceWorld-v0")
+    p.add_argument("--overlap-batch-wait", type=float, default=1.0,
+                   help="RolloutConfig.batch_wait of the overlapped runs (0: generate for whatever is ready)")
+    p.add_argument("--only-overlap", action="store_true", help="run only the overlap part")
     p.add_argument("--output", default=None)
     args = p.parse_args(argv)
     from agentgym.extras import require_for_script
 
     require_for_script(["torch", "transformers", "tokenizers"], "bench", "benchmarks/trainer_throughput.py")
     results = {}
-    if not args.only_gcd:
+    if args.only_overlap and args.overlap_rounds < 1:
+        args.overlap_rounds = 2
+    if not (args.only_gcd or args.only_overlap):
         results["cpu"] = bench_cpu(args)
         if args.device.startswith("cuda"):
             import torch
@@ -313,17 +415,31 @@ def main(argv=None):
             results["methods"] = bench_methods(args)
         if not args.skip_trl:
             results["trl"] = bench_trl(args)
-    if args.gcd_steps > 0:
+    if args.gcd_steps > 0 and not args.only_overlap:
         results["gcd"] = bench_gcd(args)
+    if args.overlap_rounds > 0 and not args.only_gcd:
+        results["overlap"] = bench_overlap(args)
     for part, res in results.items():
         print(f"[{part}]")
         for k, v in res.items():
-            if not isinstance(v, (list, dict)):
-                print(f"  {k:24s} {v:.4g}" if isinstance(v, float) else f"  {k:24s} {v}")
+            if isinstance(v, dict):
+                print(f"  {k}")
+                for k2, v2 in v.items():
+                    print(f"    {k2:26s} {_show(v2)}")
+            else:
+                print(f"  {k:28s} {_show(v)}")
     if args.output:
         with open(args.output, "w") as f:
             json.dump(results, f, indent=1)
     return results
+
+
+def _show(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, list) and all(isinstance(x, float) for x in v):
+        return "[" + ", ".join(f"{x:.3g}" for x in v) + "]"
+    return str(v)
 
 
 if __name__ == "__main__":

@@ -169,6 +169,8 @@ class RolloutConfig:
     """window layout: past turns kept in the prompt"""
     max_prompt_tokens: int = 3072
     """an episode whose next prompt is longer is cut (truncated)"""
+    rollout_mode: Literal["lockstep", "overlapped"] = "lockstep"
+    """`overlapped`: generate for episodes whose env step is back while other envs still step (docs/trainers.md)"""
     generator: Literal["hf", "vllm", "openai"] = "hf"
     """what samples rollouts: the trained model (`hf`), a vLLM engine in this process (`vllm`), or an OpenAI-compatible server (`openai`; docs/trainers.md)"""
     generator_url: str | None = None

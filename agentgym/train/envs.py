@@ -5,6 +5,10 @@ this process and :class:`VecEnvBatch` wraps an ``agentgym.make_vec`` vector env 
 Ray backends). Envs ``[g * G, (g + 1) * G)`` form group g and are reset with the same seed and
 options, so they start the same task. Only the envs named in a call are reset or stepped: an
 episode the collector ended itself (turn or prompt limit) is never sent another action.
+
+Steps come two ways: ``step_some`` (every named env, then return) and ``send_some`` then
+``recv_some`` (return at once, then collect results as they are ready), which the overlapped
+collector uses to generate for some episodes while the envs of others are still stepping.
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ class EnvBatch:
 
     num_groups: int
     group_size: int
+    concurrent: bool = False
+    """Whether sent steps run while the caller does other work (worker processes, Ray actors).
+    When False, :meth:`recv_some` runs every sent step itself, so overlapping gains nothing."""
+    _sent: dict[int, str] | None = None  # the base class's send queue
 
     @property
     def num_envs(self) -> int:
@@ -44,6 +52,28 @@ class EnvBatch:
     def step_some(self, actions: dict[int, str]) -> dict[int, StepResult]:
         """Step the envs named in ``actions`` (env index -> action); the others are left alone."""
         raise NotImplementedError
+
+    def send_some(self, actions: dict[int, str]) -> None:
+        """Start stepping the envs named in ``actions`` and return; :meth:`recv_some` collects them.
+        Here (nothing runs concurrently) the steps wait in a queue for :meth:`recv_some`."""
+        if self._sent is None:
+            self._sent = {}
+        busy = sorted(set(actions) & set(self._sent))
+        if busy:
+            raise RuntimeError(f"envs {busy} were sent an action whose result was not received yet")
+        self._sent.update(actions)
+
+    def recv_some(self, min_results: int = 1, timeout: float | None = None) -> dict[int, StepResult]:
+        """Results of sent steps that are ready, each returned once: at least ``min_results`` of
+        them (fewer if fewer are pending, or if ``timeout`` seconds pass first; 0 never waits).
+        Here every pending step runs now."""
+        sent, self._sent = self._sent or {}, None
+        return self.step_some(sent) if sent else {}
+
+    @property
+    def pending(self) -> frozenset[int]:
+        """The envs sent an action whose result :meth:`recv_some` has not returned yet."""
+        return frozenset(self._sent or ())
 
     def set_prs_stage(self, stage: float | None) -> None:
         raise NotImplementedError
@@ -116,6 +146,8 @@ class VecEnvBatch(EnvBatch):
 
     Resets go through the vector env's reset mask and per-group options; steps through its
     ready-first ``send``/``recv`` for exactly the envs named, so no other env gets an action.
+    On the ``sync`` backend nothing runs concurrently: :meth:`recv_some` waits for every pending
+    step, as ``step_some`` does, rather than stepping envs one by one.
     """
 
     def __init__(self, vec_env, num_groups: int, group_size: int):
@@ -123,6 +155,7 @@ class VecEnvBatch(EnvBatch):
             raise ValueError(f"vector env has {vec_env.num_envs} envs, expected {num_groups} x {group_size}")
         self.vec = vec_env
         self.num_groups, self.group_size = int(num_groups), int(group_size)
+        self.concurrent = getattr(vec_env, "backend_name", "sync") != "sync"
 
     def reset_groups(self, seeds, options=None, group_options=None):
         per_group = self._check_seeds(seeds, group_options)
@@ -142,12 +175,30 @@ class VecEnvBatch(EnvBatch):
     def step_some(self, actions):
         if not actions:
             return {}
-        ids = sorted(actions)
-        self.vec.send([actions[i] for i in ids], ids)
-        got = self.vec.recv(min_envs=len(ids))
+        if self.vec.pending:
+            raise RuntimeError(f"step_some() while envs {list(self.vec.pending)} have results to recv_some()")
+        self.send_some(actions)
+        return self.recv_some(len(actions))
+
+    def send_some(self, actions):
+        if actions:
+            ids = sorted(actions)
+            self.vec.send([actions[i] for i in ids], ids)
+
+    def recv_some(self, min_results=1, timeout=None):
+        pending = self.vec.pending
+        if not pending:
+            return {}
+        if not self.concurrent:
+            min_results, timeout = len(pending), None
+        got = self.vec.recv(min_envs=min_results, timeout=timeout)
         per_env = _unbatch_info(got.infos, len(got.env_ids))
         return {int(i): (str(got.observations[k]), float(got.rewards[k]), bool(got.terminated[k]),
                          bool(got.truncated[k]), per_env[k]) for k, i in enumerate(got.env_ids)}
+
+    @property
+    def pending(self):
+        return frozenset(self.vec.pending)
 
     def set_prs_stage(self, stage):
         self.vec.call("set_prs_stage", stage)

@@ -156,7 +156,8 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
                           envs_per_worker=env_cfg.envs_per_worker, ray_address=env_cfg.ray_address,
                           env_num_cpus=env_cfg.env_num_cpus)
     collector = Collector(envs, policy, ChatEncoder(tokenizer),
-                          RolloutConfig(layout=r.layout, window=r.window, max_prompt_tokens=r.max_prompt_tokens),
+                          RolloutConfig(layout=r.layout, window=r.window, max_prompt_tokens=r.max_prompt_tokens,
+                                        rollout_mode=r.rollout_mode),
                           sampling, {"split": env_cfg.split}, device, bf16, ext.system_prompt)
     start_step, data_position, evaluation, curve, played, seconds = 0, 0, {}, [], 0, 0.0
     if checkpoint is not None:

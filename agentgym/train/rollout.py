@@ -4,20 +4,25 @@ Each group is asked for by a :class:`GroupRequest` (a reset seed and, optionally
 such as a ``task_id``). The collector resets only the requested groups' envs, then steps all
 unfinished episodes together: it builds each episode's prompt ids in the chosen layout (:mod:`chat`), asks
 the policy for one completion per episode in one batched call, and sends the completion's text to
-the env. Everything the trainer needs later (prompt ids, sampled ids, the concat sequence and its
-loss mask, rewards, PRS terms) is recorded on the :class:`Episode`.
+the env. That is the ``lockstep`` mode, where every turn waits for the slowest env; in the
+``overlapped`` mode the episodes whose env step is back are generated for while the envs of the
+others still step (:func:`_play_overlapped`). Everything the trainer needs later (prompt ids,
+sampled ids, the concat sequence and its loss mask, rewards, PRS terms) is recorded on the
+:class:`Episode`.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 from agentgym.agents.base import Completion, Policy, SamplingConfig
 from agentgym.prompts import episode_to_messages
 from agentgym.train.chat import LAYOUTS, ChatEncoder, window_prompt_ids
-from agentgym.train.envs import EnvBatch
+from agentgym.train.envs import EnvBatch, StepResult
+
+ROLLOUT_MODES = ("lockstep", "overlapped")
 
 
 @dataclass(frozen=True)
@@ -115,10 +120,28 @@ class RolloutConfig:
     """Stop an episode after this many model turns (None: the env's own limit)."""
     max_prompt_tokens: int = 4096
     """End an episode (as truncated) when its next prompt would be longer than this."""
+    rollout_mode: Literal["lockstep", "overlapped"] = "lockstep"
+    """``lockstep``: each turn, generate for every unfinished episode, then step all their envs.
+    ``overlapped``: generate for the episodes whose env step is back while the others' envs still
+    step (same episodes under greedy decoding; pays off with worker-process or Ray envs)."""
+    max_generate_batch: int | None = None
+    """``overlapped`` mode: most episodes per policy call (None: every episode that is ready)."""
+    batch_wait: float = 1.0
+    """``overlapped`` mode: once one env step is back, wait up to this many times the last policy
+    call's time for the others in flight. Most of a call's time does not grow with its batch
+    (decoding steps), so an env that is back within about a call's time costs less to wait for
+    than to generate for in a call of its own; 0 takes only what is ready (more overlap when
+    envs are slow and a call for a few episodes is cheap, as for a small model on CPU)."""
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
+        if self.rollout_mode not in ROLLOUT_MODES:
+            raise ValueError(f"rollout_mode must be one of {ROLLOUT_MODES}, got {self.rollout_mode!r}")
+        if self.max_generate_batch is not None and self.max_generate_batch < 1:
+            raise ValueError(f"max_generate_batch must be >= 1 or None, got {self.max_generate_batch}")
+        if not self.batch_wait >= 0:
+            raise ValueError(f"batch_wait must be >= 0, got {self.batch_wait}")
 
 
 def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None,
@@ -161,67 +184,153 @@ def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
             ep.concat_ids = encoder.prompt_ids(episode_to_messages(ep.system_prompt, [obs], []))
             ep.concat_mask = [0] * len(ep.concat_ids)
         episodes.append(ep)
-    gen_time = env_time = 0.0
-    while True:
-        active = [i for i, ep in enumerate(episodes) if not ep.done]
-        if not active:
-            break
-        prompts = {}
-        for i in active:
-            ep = episodes[i]
-            if encoder is None:
-                prompts[i] = episode_to_messages(ep.system_prompt, ep.observations, ep.actions, window=cfg.window)
-                continue
-            if cfg.layout == "concat":
-                ids = list(ep.concat_ids)
-            else:
-                ids = window_prompt_ids(encoder, ep.system_prompt, ep.observations, ep.actions, cfg.window)
-            if len(ids) > cfg.max_prompt_tokens:
-                ep.truncated = ep.cut_by_length = True
-                continue
-            prompts[i] = ids
-        if not prompts:
-            break
-        order = list(prompts)
-        t = time.perf_counter()
-        completions = policy.generate([prompts[i] for i in order], sampling)
-        gen_time += time.perf_counter() - t
-        for i, c in zip(order, completions):
-            prompt = prompts[i] if encoder is not None else (c.prompt_ids or [])
-            episodes[i].turns.append(Turn(prompt_ids=list(prompt), completion=c))
-        t = time.perf_counter()
-        results = envs.step_some({i: c.text for i, c in zip(order, completions)})
-        env_time += time.perf_counter() - t
-        for i, c in zip(order, completions):
-            ep = episodes[i]
-            obs, reward, terminated, truncated, info = results[i]
-            if cfg.layout == "concat":
-                messages = episode_to_messages(ep.system_prompt, ep.observations, ep.actions)
-                ep.turn_spans.append((len(ep.concat_ids), len(ep.concat_ids) + len(c.token_ids)))
-                ep.concat_ids += c.token_ids
-                ep.concat_mask += [1] * len(c.token_ids)
-                if not (terminated or truncated):
-                    # only an emitted end-of-turn token stands in for the template's own
-                    stopped = bool(c.token_ids) and c.token_ids[-1] == encoder.tokenizer.eos_token_id
-                    env_ids = encoder.env_turn_ids(messages, c.text, obs, stopped=stopped)
-                    ep.concat_ids += env_ids
-                    ep.concat_mask += [0] * len(env_ids)
-            ep.actions.append(c.text)
-            ep.observations.append(obs)
-            ep.state_keys.append(info.get("state_key"))
-            ep.rewards.append(reward)
-            ep.step_infos.append(info)
-            ep.terminated, ep.truncated = terminated, truncated
-            if cfg.max_turns is not None and len(ep.turns) >= cfg.max_turns and not ep.done:
-                ep.truncated = True
-            if terminated or truncated:
-                ep.success = bool(info.get("success", False))
-                ep.episode_terms = dict(info.get("episode_terms", {}))
-                ep.metrics = dict(info.get("metrics", {}))
-                if info.get("error"):
-                    ep.error = str(info["error"])
+    play = _play_overlapped if cfg.rollout_mode == "overlapped" else _play_lockstep
+    gen_time, env_time = play(envs, policy, encoder, episodes, cfg, sampling)
     stats = {"time/rollout": time.perf_counter() - t0, "time/generate": gen_time, "time/env": env_time}
     return episodes, stats
+
+
+def _next_prompt(ep: Episode, encoder: ChatEncoder | None, cfg: RolloutConfig):
+    """The prompt of the episode's next turn (ids, or messages without an encoder), or None when
+    the prompt would be too long: the episode is then cut, as truncated."""
+    if encoder is None:
+        return episode_to_messages(ep.system_prompt, ep.observations, ep.actions, window=cfg.window)
+    if cfg.layout == "concat":
+        ids = list(ep.concat_ids)
+    else:
+        ids = window_prompt_ids(encoder, ep.system_prompt, ep.observations, ep.actions, cfg.window)
+    if len(ids) > cfg.max_prompt_tokens:
+        ep.truncated = ep.cut_by_length = True
+        return None
+    return ids
+
+
+def _generate(policy: Policy, encoder: ChatEncoder | None, episodes: list[Episode], prompts: dict[int, Any],
+              sampling: SamplingConfig | None) -> dict[int, Completion]:
+    """One batched policy call for the prompts (env index -> prompt), each turn recorded on its episode."""
+    order = list(prompts)
+    completions = policy.generate([prompts[i] for i in order], sampling)
+    for i, c in zip(order, completions):
+        prompt = prompts[i] if encoder is not None else (c.prompt_ids or [])
+        episodes[i].turns.append(Turn(prompt_ids=list(prompt), completion=c))
+    return dict(zip(order, completions))
+
+
+def _record_step(ep: Episode, c: Completion, result: StepResult, encoder: ChatEncoder | None,
+                 cfg: RolloutConfig) -> None:
+    """Add one env step (the answer to completion ``c``) to the episode."""
+    obs, reward, terminated, truncated, info = result
+    if cfg.layout == "concat":
+        messages = episode_to_messages(ep.system_prompt, ep.observations, ep.actions)
+        ep.turn_spans.append((len(ep.concat_ids), len(ep.concat_ids) + len(c.token_ids)))
+        ep.concat_ids += c.token_ids
+        ep.concat_mask += [1] * len(c.token_ids)
+        if not (terminated or truncated):
+            # only an emitted end-of-turn token stands in for the template's own
+            stopped = bool(c.token_ids) and c.token_ids[-1] == encoder.tokenizer.eos_token_id
+            env_ids = encoder.env_turn_ids(messages, c.text, obs, stopped=stopped)
+            ep.concat_ids += env_ids
+            ep.concat_mask += [0] * len(env_ids)
+    ep.actions.append(c.text)
+    ep.observations.append(obs)
+    ep.state_keys.append(info.get("state_key"))
+    ep.rewards.append(reward)
+    ep.step_infos.append(info)
+    ep.terminated, ep.truncated = terminated, truncated
+    if cfg.max_turns is not None and len(ep.turns) >= cfg.max_turns and not ep.done:
+        ep.truncated = True
+    if terminated or truncated:
+        ep.success = bool(info.get("success", False))
+        ep.episode_terms = dict(info.get("episode_terms", {}))
+        ep.metrics = dict(info.get("metrics", {}))
+        if info.get("error"):
+            ep.error = str(info["error"])
+
+
+def _play_lockstep(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None, episodes: list[Episode],
+                   cfg: RolloutConfig, sampling: SamplingConfig | None) -> tuple[float, float]:
+    """Every turn: generate for every unfinished episode, then step all their envs; (generate s, env s)."""
+    gen_time = env_time = 0.0
+    while True:
+        prompts = {}
+        for i, ep in enumerate(episodes):
+            if not ep.done:
+                prompt = _next_prompt(ep, encoder, cfg)
+                if prompt is not None:
+                    prompts[i] = prompt
+        if not prompts:
+            return gen_time, env_time
+        t = time.perf_counter()
+        completions = _generate(policy, encoder, episodes, prompts, sampling)
+        gen_time += time.perf_counter() - t
+        t = time.perf_counter()
+        results = envs.step_some({i: c.text for i, c in completions.items()})
+        env_time += time.perf_counter() - t
+        for i, c in completions.items():
+            _record_step(episodes[i], c, results[i], encoder, cfg)
+
+
+def _play_overlapped(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None, episodes: list[Episode],
+                     cfg: RolloutConfig, sampling: SamplingConfig | None) -> tuple[float, float]:
+    """Generate for the episodes whose env step is back while the envs of the others still step.
+
+    The actions of each generated batch are sent at once; then whatever results are ready (at
+    least one when nothing else is waiting, then those that come back within ``cfg.batch_wait``
+    times the last policy call's time) are taken, and their episodes form the next batch (at most
+    ``cfg.max_generate_batch``), in env order. An episode's own turns come in the same order as in
+    lockstep, so with greedy decoding its turns are the same. Time spent generating is
+    ``time/generate``; ``time/env`` is only the time spent waiting on envs, so env time hidden
+    behind generation does not count. Returns (generate s, env s).
+    """
+    try:
+        return _overlapped_turns(envs, policy, encoder, episodes, cfg, sampling)
+    except BaseException:
+        # leave no step in flight: the env batch must be usable by the next call (a reset)
+        if envs.pending:
+            envs.recv_some(len(envs.pending))
+        raise
+
+
+def _overlapped_turns(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None, episodes: list[Episode],
+                      cfg: RolloutConfig, sampling: SamplingConfig | None) -> tuple[float, float]:
+    gen_time = env_time = 0.0
+    waiting: dict[int, Completion] = {}  # env index -> the completion its env is stepping on
+    ready = [i for i, ep in enumerate(episodes) if not ep.done]  # turn due, in env order
+    cap = cfg.max_generate_batch or len(episodes)
+    last_call = 0.0  # seconds the last policy call took
+    while ready or waiting:
+        prompts = {}
+        while ready and len(prompts) < cap:
+            i = ready.pop(0)
+            prompt = _next_prompt(episodes[i], encoder, cfg)
+            if prompt is not None:
+                prompts[i] = prompt
+        if prompts:
+            t = time.perf_counter()
+            completions = _generate(policy, encoder, episodes, prompts, sampling)
+            last_call = time.perf_counter() - t
+            gen_time += last_call
+            t = time.perf_counter()
+            envs.send_some({i: c.text for i, c in completions.items()})
+            env_time += time.perf_counter() - t
+            waiting.update(completions)
+        if not waiting:
+            continue
+        t = time.perf_counter()
+        # with episodes still to generate for, take only what is ready now; else wait for one,
+        # then up to cfg.batch_wait policy calls' time for the rest, which would otherwise need
+        # a call of their own; an env slower than that no longer holds up the others
+        results = envs.recv_some(0 if ready else 1)
+        if not ready and len(waiting) > len(results) and cfg.batch_wait > 0:
+            results.update(envs.recv_some(len(waiting) - len(results), timeout=cfg.batch_wait * last_call))
+        env_time += time.perf_counter() - t
+        for i in sorted(results):
+            ep = episodes[i]
+            _record_step(ep, waiting.pop(i), results[i], encoder, cfg)
+            if not ep.done:
+                ready.append(i)
+        ready.sort()
+    return gen_time, env_time
 
 
 def by_group(episodes: Sequence[Episode]) -> dict[int, list[Episode]]:

@@ -192,3 +192,16 @@ def test_a_binary_reward_run_is_evaluated_on_the_prs_return(tmp_path):
     binary = run_eval(small_args(tmp_path, eval_episodes=4, max_new_tokens=8, reward_mode="binary"), policy,
                       {"reward_mode": "binary", **kwargs})
     assert binary == prs and prs["prs_return"] > 0.0 and prs["success_rate"] == 0.0
+
+
+def test_rollout_mode_reaches_the_collector_and_in_process_envs_play_it_as_lockstep(tmp_path):
+    # on the sync backend nothing steps concurrently, so overlapped batches are lockstep's exactly
+    # and even sampled runs match; on the process backend the overlapped run trains too
+    lock = grpo.main(small_args(tmp_path / "lock", num_steps=2, save_every=0, tensorboard=False))
+    over = grpo.main(small_args(tmp_path / "over", num_steps=2, save_every=0, tensorboard=False,
+                                rollout_mode="overlapped"))
+    assert stable(over.history) == stable(lock.history)
+    proc = grpo.main(small_args(tmp_path / "proc", num_steps=1, save_every=0, tensorboard=False,
+                                rollout_mode="overlapped", backend="process"))
+    row = proc.history[0]
+    assert row["episodes/played"] == 4 and row["time/rollout"] > 0 and torch.isfinite(torch.tensor(row["loss/policy"]))
