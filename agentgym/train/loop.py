@@ -106,11 +106,10 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     from agentgym.agents import SamplingConfig
     from agentgym.agents.tiny import resolve_model_path
     from agentgym.rewards.prs import PRSSchedule, stage_pass_rate
+    from agentgym.train import fsdp
     from agentgym.train.advantages import group_advantages
     from agentgym.train.chat import ChatEncoder
-    from agentgym.train import fsdp
-    from agentgym.train.checkpoint import (find_checkpoint, load_trainer_state, rng_state, save_checkpoint,
-                                           set_rng_state)
+    from agentgym.train.checkpoint import find_checkpoint, load_trainer_state, rng_state, save_checkpoint, set_rng_state
     from agentgym.train.distributed import init_distributed, reduce_metrics, stream_seed
     from agentgym.train.generators import make_generator
     from agentgym.train.metrics import MetricsLogger
