@@ -22,6 +22,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import tyro
 
+from agentgym.train.distributed import launched_world_size
+
 # Per-env defaults of --env-kwargs: small single-hop ToolQA episodes suit the built-in tiny model;
 # other envs take their own defaults (an empty object).
 DEFAULT_ENV_KWARGS = {
@@ -221,7 +223,7 @@ class RolloutConfig:
         if self.generator == "vllm" and not vllm_installed():
             raise ConfigError("--generator vllm needs vLLM, which is not installed here: `pip install "
                               "'agentgym[vllm]'` on a CUDA machine, or use --generator hf or --generator openai")
-        world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+        world = launched_world_size()
         if self.num_groups % world:
             raise ConfigError(f"--num-groups {self.num_groups} does not split into whole groups across {world} "
                               f"processes (WORLD_SIZE={world}); give a multiple of {world}")
@@ -437,7 +439,7 @@ class SFTRunConfig:
     def validate(self) -> None:
         if self.model.fsdp:
             raise ConfigError("--fsdp is for the RL trainers; trainers/sft.py trains in one process")
-        if int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
+        if launched_world_size() > 1:
             raise ConfigError("trainers/sft.py trains in one process: run it with python, not torchrun "
                               "(an RL run under torchrun makes its cold start on rank 0)")
         self.env.validate()
