@@ -189,7 +189,7 @@ def test_torchrun_two_processes_train_like_one(tmp_path):
     The 2-process run resumes a 1-process checkpoint (resume works on any rank count dividing
     --num-groups). Measured: max abs weight difference 1.8e-7 (plain all-reduce and FSDP) after
     steps that move weights by 8e-4; loss, KL and grad norm within 3e-6 relative.
-    About 50 s on two shared cores."""
+    30-45 s on two shared cores."""
     import grpo
     from safetensors.torch import save_file
 
