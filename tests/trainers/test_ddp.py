@@ -28,6 +28,8 @@ def test_num_groups_must_split_into_whole_groups_per_process(monkeypatch, capsys
     assert err == ("error: --num-groups 3 does not split into whole groups across 2 processes (WORLD_SIZE=2); "
                    "give a multiple of 2")
     build(TrainConfig, num_groups=4).validate()  # 2 groups per process
+    with pytest.raises(ConfigError, match="--generator openai is for one process"):
+        build(TrainConfig, num_groups=4, generator="openai", generator_url="http://127.0.0.1:1/v1").validate()
 
 
 def test_fsdp_needs_a_launcher_and_an_rl_trainer(monkeypatch):
