@@ -41,11 +41,14 @@ NOT_RUN = {
     "--generator openai": "needs a running vllm serve (tests/trainers/test_generators.py runs GRPO against a stub server)",
     "--generator vllm": "needs vLLM and a GPU (tests/trainers/test_generators.py runs it through a stand-in module and "
                         "checks the error without vLLM)",
+    "/ckpt/": "a placeholder for the reader's own checkpoint and GPUs (tests/trainers/test_ddp.py runs torchrun with "
+              "two processes on the tiny model, with and without --fsdp)",
 }
 TRAINER_SHRINK = ("--num-steps 1 --num-groups 1 --group-size 2 --max-new-tokens 4 --cold-start-steps 2 "
                   "--cold-start-episodes 2 --cold-start-judge-samples 0 --eval-episodes 2 --save-every 1 "
                   "--no-progress --quiet --no-tensorboard")
 SHRINK = [
+    (r"^torchrun .*trainers/\w+\.py", TRAINER_SHRINK + " --num-groups 2"),  # a group per process
     (r"^python trainers/sft\.py", "--num-steps 2 --num-episodes 2 --batch-size 2 --no-progress --quiet --no-tensorboard"),
     (r"^python trainers/\w+\.py", TRAINER_SHRINK),
     (r"^python benchmarks/learning_curves\.py", "--methods grpo --seeds 0 --max-episodes 4 --eval-every 1 "

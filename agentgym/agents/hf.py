@@ -103,9 +103,11 @@ class HFPolicy(Policy):
             input_ids[i, width - len(p):] = torch.tensor(p, dtype=torch.long)
             attention[i, width - len(p):] = 1
         greedy = sampling.temperature == 0
+        # synced_gpus off: an FSDP-sharded trainer generates on gathered weights, each process alone
+        # (transformers would otherwise make every rank step until all ranks' sequences end)
         kwargs = dict(max_new_tokens=sampling.max_new_tokens, do_sample=not greedy,
                       eos_token_id=self.stop_token_ids, pad_token_id=self.pad_token_id,
-                      return_dict_in_generate=True, output_logits=True)
+                      return_dict_in_generate=True, output_logits=True, synced_gpus=False)
         if not greedy:
             kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k or None)
         was_training = self.model.training

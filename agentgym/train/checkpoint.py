@@ -34,20 +34,24 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def save_checkpoint(output_dir: str | os.PathLike, step: int, model, tokenizer, optimizer,
-                    extra: dict[str, Any] | None = None, keep: int | None = 2) -> Path:
+                    extra: dict[str, Any] | None = None, keep: int | None = 2, model_state: dict | None = None,
+                    optimizer_state: dict | None = None) -> Path:
     """Save everything needed to continue after ``step`` completed steps; returns the directory.
 
     ``extra`` holds the caller's own state (data position, args, schedules, hook state); it must be
     picklable. ``keep`` old checkpoints are kept besides the new one (None: keep all).
+    ``model_state`` / ``optimizer_state`` replace ``model.state_dict()`` / ``optimizer.state_dict()``
+    (FSDP: the full states gathered from every rank's shard).
     """
     root = Path(output_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step_{step}"
     tmp = root / f".step_{step}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
+    model.save_pretrained(tmp, **({"state_dict": model_state} if model_state is not None else {}))
     tokenizer.save_pretrained(tmp)
-    torch.save({"step": step, "optimizer": optimizer.state_dict(), "rng": rng_state(), "extra": extra or {}},
+    optimizer_state = optimizer.state_dict() if optimizer_state is None else optimizer_state
+    torch.save({"step": step, "optimizer": optimizer_state, "rng": rng_state(), "extra": extra or {}},
                tmp / "trainer_state.pt")
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
@@ -75,7 +79,7 @@ def find_checkpoint(path: str | os.PathLike) -> Path | None:
 
 
 def load_trainer_state(checkpoint: str | os.PathLike, optimizer=None, restore_rng: bool = True) -> dict[str, Any]:
-    """Load optimizer state and RNG states from a checkpoint; returns ``{"step", "extra"}``.
+    """Load optimizer state and RNG states from a checkpoint; returns ``{"step", "extra", "optimizer"}``.
 
     Load the model from the same directory with ``from_pretrained`` before building the optimizer.
     """
@@ -84,4 +88,4 @@ def load_trainer_state(checkpoint: str | os.PathLike, optimizer=None, restore_rn
         optimizer.load_state_dict(state["optimizer"])
     if restore_rng:
         set_rng_state(state["rng"])
-    return {"step": int(state["step"]), "extra": state["extra"]}
+    return {"step": int(state["step"]), "extra": state["extra"], "optimizer": state["optimizer"]}

@@ -22,6 +22,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import tyro
 
+from agentgym.train.distributed import launched_world_size
+
 # Per-env defaults of --env-kwargs: small single-hop ToolQA episodes suit the built-in tiny model;
 # other envs take their own defaults (an empty object).
 DEFAULT_ENV_KWARGS = {
@@ -136,6 +138,8 @@ class ModelConfig:
     """bf16 autocast on GPU (ignored on CPU)"""
     gradient_checkpointing: bool = True
     """activation checkpointing on GPU (ignored on CPU)"""
+    fsdp: bool = False
+    """shard weights, gradients and optimizer state across torchrun's processes with torch FSDP (RL trainers)"""
 
     def validate(self) -> None:
         if self.model not in TINY_MODELS:
@@ -147,6 +151,9 @@ class ModelConfig:
         if not (self.device in ("auto", "cpu") or self.device.startswith("cuda")):
             raise ConfigError(f"--device must be auto, cpu or cuda[:N], got {self.device!r}")
         _at_least("cpu-threads", self.cpu_threads, 0)
+        if self.fsdp and "WORLD_SIZE" not in os.environ:
+            raise ConfigError("--fsdp shards the model across processes: launch with "
+                              "`torchrun --nproc_per_node N` or `accelerate launch`")
 
 
 @dataclass
@@ -160,7 +167,7 @@ class RolloutConfig:
     max_new_tokens: int = 48
     """most tokens per model turn"""
     temperature: float = 1.0
-    """sampling temperature (also applied to training logprobs)"""
+    """sampling temperature (also applied to training logprobs; 0: greedy, so a group's episodes tie)"""
     top_p: float = 1.0
     """nucleus sampling mass"""
     layout: Literal["concat", "window"] = "concat"
@@ -194,7 +201,7 @@ class RolloutConfig:
         _at_least("num-groups", self.num_groups, 1)
         _at_least("group-size", self.group_size, 2, "group advantages compare episodes of one task")
         _at_least("max-new-tokens", self.max_new_tokens, 1)
-        _finite("temperature", self.temperature, positive=True)
+        _finite("temperature", self.temperature, minimum=0.0)
         _finite("top-p", self.top_p, positive=True)
         if self.top_p > 1:
             raise ConfigError(f"--top-p must be in (0, 1], got {self.top_p}")
@@ -218,6 +225,13 @@ class RolloutConfig:
         if self.generator == "vllm" and not vllm_installed():
             raise ConfigError("--generator vllm needs vLLM, which is not installed here: `pip install "
                               "'agentgym[vllm]'` on a CUDA machine, or use --generator hf or --generator openai")
+        world = launched_world_size()
+        if self.num_groups % world:
+            raise ConfigError(f"--num-groups {self.num_groups} does not split into whole groups across {world} "
+                              f"processes (WORLD_SIZE={world}); give a multiple of {world}")
+        if world > 1 and self.generator != "hf":
+            raise ConfigError(f"--generator {self.generator} is for one process; under torchrun every rank "
+                              "generates with its own copy of the trained model (--generator hf)")
 
 
 @dataclass
@@ -425,6 +439,11 @@ class SFTRunConfig:
     """print nothing per step"""
 
     def validate(self) -> None:
+        if self.model.fsdp:
+            raise ConfigError("--fsdp is for the RL trainers; trainers/sft.py trains in one process")
+        if launched_world_size() > 1:
+            raise ConfigError("trainers/sft.py trains in one process: run it with python, not torchrun "
+                              "(an RL run under torchrun makes its cold start on rank 0)")
         self.env.validate()
         self.model.validate()
         self.sft.validate()

@@ -15,6 +15,10 @@ A :class:`TrainerExtension` sees each step at these points, in this order:
 
 ``metrics()`` is merged into the step's logged metrics and ``state_dict``/``load_state_dict`` go
 into checkpoints, so extensions resume exactly. :class:`Extensions` chains several in order.
+
+Data-parallel (``torchrun``), each rank runs the hooks on its own groups, with its own state
+(saved per rank); ``summed_metrics`` names the metrics that count things, summed over ranks where
+the others are averaged (:func:`agentgym.train.distributed.reduce_metrics`).
 """
 
 from __future__ import annotations
@@ -62,6 +66,9 @@ class StepContext:
     """The run's :class:`agentgym.train.config.TrainConfig`."""
     info: dict = field(default_factory=dict)
     """Scratch space shared by the extensions of one step."""
+    dist: Any = None
+    """This process's :class:`agentgym.train.distributed.Dist` (rank, world size, collectives); None
+    outside the training loop. ``group_size`` and ``num_groups`` are this rank's."""
 
 
 class TrainerExtension:
@@ -69,6 +76,8 @@ class TrainerExtension:
 
     name: str = "extension"
     sample_kinds: dict[str, SampleKind] = {}
+    summed_metrics: frozenset[str] = frozenset()
+    """metric names that count things (groups, samples): summed over ranks, not averaged"""
 
     def system_prompt(self, prompt: str) -> str:
         return prompt
@@ -104,6 +113,7 @@ class Extensions(TrainerExtension):
         if len(set(names)) != len(names):
             raise ValueError(f"extension names must be unique (they key checkpoint state): {names}")
         self.sample_kinds = {}
+        self.summed_metrics = frozenset().union(*(e.summed_metrics for e in self.items))
         for e in self.items:
             clash = set(e.sample_kinds) & (set(self.sample_kinds) | {"policy"})
             if clash:

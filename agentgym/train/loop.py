@@ -3,7 +3,8 @@ log and checkpoint, then a held-out evaluation (SPEC §4.2).
 
 ``train(config, extensions)`` is GRPO with no extensions; VSPO, GiGPO, DAPO and GCD are
 :class:`~agentgym.train.hooks.TrainerExtension` objects passed in by the scripts in
-``trainers/``. Metric names are listed in docs/trainers.md.
+``trainers/``. Metric names are listed in docs/trainers.md. Under ``torchrun`` every rank runs
+this loop on its own share of the groups (:mod:`agentgym.train.distributed`).
 """
 
 from __future__ import annotations
@@ -105,9 +106,11 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     from agentgym.agents import SamplingConfig
     from agentgym.agents.tiny import resolve_model_path
     from agentgym.rewards.prs import PRSSchedule, stage_pass_rate
+    from agentgym.train import fsdp
     from agentgym.train.advantages import group_advantages
     from agentgym.train.chat import ChatEncoder
-    from agentgym.train.checkpoint import find_checkpoint, load_trainer_state, save_checkpoint
+    from agentgym.train.checkpoint import find_checkpoint, load_trainer_state, rng_state, save_checkpoint, set_rng_state
+    from agentgym.train.distributed import init_distributed, reduce_metrics, stream_seed
     from agentgym.train.generators import make_generator
     from agentgym.train.metrics import MetricsLogger
     from agentgym.train.rollout import RolloutConfig
@@ -121,24 +124,31 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     env_cfg, r, o, run = config.env, config.rollout, config.optim, config.run
 
     # ----- setup -----
-    device = resolve_device(config.model.device)
+    dist = init_distributed(resolve_device(config.model.device), config.model.fsdp)
+    device = dist.device
     on_gpu = device.startswith("cuda")
     if not on_gpu and config.model.cpu_threads > 0:
         torch.set_num_threads(config.model.cpu_threads)
     bf16 = config.model.bf16 and on_gpu
     env_kwargs = env_cfg.kwargs()
-    base_model = resolve_model_path(config.model.model, (env_cfg.env_id,))
-    if config.model.model in TINY_MODELS and config.cold_start.cold_start_steps > 0:
-        base_model = cold_start(config)
+    with dist.main_first():  # rank 0 builds the tiny model and the cold start, the others load them
+        base_model = resolve_model_path(config.model.model, (env_cfg.env_id,))
+        if config.model.model in TINY_MODELS and config.cold_start.cold_start_steps > 0:
+            base_model = cold_start(config)
     checkpoint = None
     if run.resume:
         checkpoint = find_checkpoint(run.output_dir if run.resume == "auto" else run.resume)
         if checkpoint is None and run.resume != "auto":
             raise ValueError(f"no checkpoint found at {run.resume!r}")
-    seed_everything(run.seed)
+    seed_everything(run.seed + dist.rank)  # ranks sample differently
     tokenizer = load_tokenizer(base_model)
-    model = load_model(str(checkpoint or base_model), device, config.model.gradient_checkpointing and on_gpu)
-    ref_model = load_model(base_model, device, trainable=False) if o.beta > 0 else None
+    # FSDP: load on the CPU, then each rank moves only its shard to the device
+    load_on = "cpu" if config.model.fsdp else device
+    model = load_model(str(checkpoint or base_model), load_on, config.model.gradient_checkpointing and on_gpu)
+    ref_model = load_model(base_model, load_on, trainable=False) if o.beta > 0 else None
+    if config.model.fsdp:
+        model = fsdp.shard(model, device, dist.world_size)
+        ref_model = fsdp.shard(ref_model, device, dist.world_size) if ref_model is not None else None
     optimizer = torch.optim.AdamW(model.parameters(), lr=o.learning_rate, weight_decay=o.weight_decay)
     sampling = SamplingConfig(max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p)
     generator = make_generator(config, model, tokenizer, sampling, str(checkpoint or base_model))
@@ -152,7 +162,8 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     schedule = PRSSchedule(spec, kind=env_cfg.prs_schedule if env_cfg.prs_schedule != "none" else "constant",
                            num_steps=env_cfg.prs_schedule_steps, threshold=env_cfg.prs_threshold,
                            start_stage=env_cfg.prs_start_stage)
-    envs = make_env_batch(env_cfg.env_id, r.num_groups, r.group_size, env_cfg.backend, env_kwargs,
+    local_groups = r.num_groups // dist.world_size  # config.validate() checked that it divides
+    envs = make_env_batch(env_cfg.env_id, local_groups, r.group_size, env_cfg.backend, env_kwargs,
                           envs_per_worker=env_cfg.envs_per_worker, ray_address=env_cfg.ray_address,
                           env_num_cpus=env_cfg.env_num_cpus)
     collector = Collector(envs, policy, ChatEncoder(tokenizer),
@@ -160,25 +171,48 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
                                         rollout_mode=r.rollout_mode),
                           sampling, {"split": env_cfg.split}, device, bf16, ext.system_prompt)
     start_step, data_position, evaluation, curve, played, seconds = 0, 0, {}, [], 0, 0.0
-    if checkpoint is not None:
-        state = load_trainer_state(checkpoint, optimizer)
+    if checkpoint is not None:  # every rank loads the same checkpoint
+        state = load_trainer_state(checkpoint, None if config.model.fsdp else optimizer)
+        if config.model.fsdp:
+            fsdp.load_optimizer_state(model, optimizer, state["optimizer"])
         start_step, data_position = state["step"], state["extra"]["data_position"]
         schedule.load_state_dict(state["extra"]["prs_schedule"])
-        ext.load_state_dict(state["extra"]["extension"])
+        # each rank's own extension state and random streams when the rank count is the same;
+        # otherwise rank 0's extension state and fresh streams for the ranks past rank 0
+        per_rank = state["extra"].get("per_rank") or [{}]
+        mine = per_rank[dist.rank] if dist.rank < len(per_rank) else None
+        ext.load_state_dict(mine["extension"] if mine and "extension" in mine else state["extra"]["extension"])
+        if mine and "rng" in mine:
+            set_rng_state(mine["rng"])
+        elif dist.rank > 0:
+            seed_everything(stream_seed(run.seed, dist.rank, start_step))
         evaluation = dict(state["extra"].get("evaluation", {}))
         curve = list(state["extra"].get("eval_curve", []))
         played = int(state["extra"].get("episodes_played", 0))
         seconds = float(state["extra"].get("train_seconds", 0.0))
-    logger = MetricsLogger(run.output_dir, resume_step=start_step if checkpoint else None, tensorboard=run.tensorboard)
+    logger = (MetricsLogger(run.output_dir, resume_step=start_step if checkpoint else None, tensorboard=run.tensorboard)
+              if dist.is_main else None)
     loss_cfg = o.loss_config()
     loss_configs = {kind: k.loss for kind, k in ext.sample_kinds.items() if k.loss is not None}
     loss_weights = {kind: k.weight for kind, k in ext.sample_kinds.items()}
     result = TrainResult(output_dir=run.output_dir, evaluation=evaluation)
 
-    def next_requests(n: int, tag: str = "batch"):
+    extra_taken = 0  # tasks the extensions took this step, on this rank
+
+    def batch_requests():
+        # every rank skips the whole global batch and plays its own slice of it
         nonlocal data_position
-        out = [stream.request(data_position + i, tag) for i in range(n)]
-        data_position += n
+        first = data_position + dist.rank * local_groups
+        data_position += r.num_groups
+        return [stream.request(first + i) for i in range(local_groups)]
+
+    def next_requests(n: int, tag: str = "batch"):
+        # an extension's extra tasks: positions strided by rank, so ranks never share one (one
+        # process: the next n positions)
+        nonlocal extra_taken
+        out = [stream.request(data_position + (extra_taken + i) * dist.world_size + dist.rank, tag)
+               for i in range(n)]
+        extra_taken += n
         return out
 
     def curve_point(step: int, res: dict) -> dict[str, float]:
@@ -187,16 +221,22 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
         curve.append(point)
         return point
 
+    def evaluate_held_out() -> dict:
+        # on rank 0 (FSDP: on gathered weights), the result broadcast to every rank
+        with fsdp.gathered(model):
+            res = run_eval(config, policy, env_kwargs) if dist.is_main else None
+        return dist.broadcast(res)
+
     if config.eval.eval_episodes > 0 and "before" not in evaluation:
-        evaluation["before"] = run_eval(config, policy, env_kwargs)
+        evaluation["before"] = evaluate_held_out()
         curve_point(0, evaluation["before"])
 
     end = start_step if 0 < run.max_episodes <= played else run.num_steps  # a budget already spent
     if end > start_step:
         evaluation.pop("after", None)  # a shorter run's end-of-run evaluation, now out of date
     last_step = start_step
-    bar = tqdm(range(start_step, end), initial=start_step, total=run.num_steps, disable=not run.progress,
-               desc=name, dynamic_ncols=True)
+    bar = tqdm(range(start_step, end), initial=start_step, total=run.num_steps,
+               disable=not (run.progress and dist.is_main), desc=name, dynamic_ncols=True)
     try:
         for step in bar:
             t_step = time.perf_counter()
@@ -204,9 +244,12 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
             stage = None if env_cfg.prs_schedule == "none" else schedule.stage_at(step)
             envs.set_prs_stage(stage)
             collector.start_step()
-            ctx = StepContext(step, collector, next_requests, policy, tokenizer, r.group_size, r.num_groups,
-                              np.random.default_rng([run.seed, step, 0xE7]), config)
-            episodes = collector(next_requests(r.num_groups))
+            extra_taken = 0
+            ctx = StepContext(step, collector, next_requests, policy, tokenizer, r.group_size, local_groups,
+                              np.random.default_rng([run.seed, step, 0xE7] + ([dist.rank] if dist.active else [])),
+                              config, dist=dist)
+            generating = fsdp.gather(model)  # FSDP: ranks generate for episodes of different lengths
+            episodes = collector(batch_requests())
             episodes = ext.after_rollout(ctx, episodes)
 
             # ----- advantages -----
@@ -215,12 +258,14 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
                                                              normalize_std=o.std_normalize))
             advantages = ext.transform_advantages(ctx, advantages, episodes)
             samples = episode_samples(episodes, advantages, r.layout) + ext.extra_samples(ctx, episodes)
+            fsdp.release(generating)
+            data_position += dist.max_int(extra_taken) * dist.world_size
 
             # ----- update -----
             generator.before_update()
             t_update = time.perf_counter()
             update_metrics = _update(model, ref_model, optimizer, samples, config, tokenizer.pad_token_id, bf16,
-                                     loss_cfg, loss_configs, loss_weights)
+                                     loss_cfg, loss_configs, loss_weights, dist)
             update_time = time.perf_counter() - t_update
             update_metrics.update(generator.sync(step + 1, model, run.output_dir))
 
@@ -229,10 +274,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
             metrics = episode_metrics(episodes, episode_adv)
             metrics["batch/groups"] = float(len({ep.group for ep in episodes}))
             metrics["batch/episodes"] = float(len(episodes))
-            metrics.update(update_metrics)
             metrics.update(collector.stats())
-            played += int(metrics["episodes/played"])
-            metrics["episodes/total"] = played
             metrics.update({
                 "prs/stage": spec.final_stage if stage is None else stage,
                 "prs/pass_rate": stage_pass_rate([ep.episode_terms for ep in episodes], spec,
@@ -242,66 +284,85 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
                 "data/excluded_tasks": len(excluded),
                 **ext.metrics(),
             })
+            if not stream.by_task_id and excluded:
+                metrics["data/cold_start_overlap"] = float(np.mean([ep.task_id in set(excluded) for ep in episodes])
+                                                           if episodes else 0.0)
+            if dist.active:  # the update's metrics are global already
+                metrics = reduce_metrics(dist.all_gather(metrics), ext.summed_metrics)
+            metrics.update(update_metrics)
+            played += int(metrics["episodes/played"])
+            metrics["episodes/total"] = played
             seconds += metrics["time/step"]
             done = step + 1 == run.num_steps or 0 < run.max_episodes <= played
             every = config.eval.eval_every
             if config.eval.eval_episodes > 0 and (done or every > 0 and (step + 1) % every == 0):
                 # the end-of-run evaluation comes before the last checkpoint, so that checkpoint's
                 # curve ends at its own step when a later run resumes from it
-                res = run_eval(config, policy, env_kwargs)
+                res = evaluate_held_out()
                 if done:
                     evaluation["after"] = res
                 point = curve_point(step + 1, res)
                 if every > 0:
                     metrics.update({"eval/success": point["success"], "eval/return": point["return"]})
-            if not stream.by_task_id and excluded:
-                metrics["data/cold_start_overlap"] = float(np.mean([ep.task_id in set(excluded) for ep in episodes])
-                                                           if episodes else 0.0)
             if env_cfg.prs_schedule == "threshold":
                 schedule.update(metrics["prs/pass_rate"])
-            logger.log(step + 1, metrics)
+            if logger is not None:
+                logger.log(step + 1, metrics)
             result.history.append({"step": step + 1, **metrics})
-            if not run.quiet:
+            if not run.quiet and dist.is_main:
                 bar.write(summary_line(step + 1, metrics))
 
             # ----- checkpoint -----
             if (run.save_every > 0 and (step + 1) % run.save_every == 0) or done:
-                save_checkpoint(run.output_dir, step + 1, model, tokenizer, optimizer,
-                                extra={"data_position": data_position, "prs_schedule": schedule.state_dict(),
-                                       "extension": ext.state_dict(), "config": to_dict(config),
-                                       "evaluation": dict(evaluation), "eval_curve": list(curve),
-                                       "episodes_played": played, "train_seconds": seconds,
-                                       "cold_start_tasks": excluded,
-                                       "method": name})
+                per_rank = dist.all_gather({"extension": ext.state_dict(), "rng": rng_state()})
+                full = config.model.fsdp  # FSDP: gather the full weights and optimizer state (every rank)
+                model_state = fsdp.full_model_state(model) if full else None
+                optimizer_state = fsdp.full_optimizer_state(model, optimizer) if full else None
+                if dist.is_main:
+                    save_checkpoint(run.output_dir, step + 1, model, tokenizer, optimizer,
+                                    extra={"data_position": data_position, "prs_schedule": schedule.state_dict(),
+                                           "extension": ext.state_dict(), "config": to_dict(config),
+                                           "evaluation": dict(evaluation), "eval_curve": list(curve),
+                                           "episodes_played": played, "train_seconds": seconds,
+                                           "cold_start_tasks": excluded,
+                                           "method": name, **({"per_rank": per_rank} if dist.active else {})},
+                                    model_state=model_state, optimizer_state=optimizer_state)
+                dist.barrier()
             last_step = step + 1
             if done:
                 break
         bar.close()
         if config.eval.eval_episodes > 0:
             if "after" not in evaluation:  # a finished run resumed: evaluate what it left
-                evaluation["after"] = run_eval(config, policy, env_kwargs)
+                evaluation["after"] = evaluate_held_out()
                 curve_point(last_step, evaluation["after"])
-            logger.log(last_step, {f"eval/{k}/{when}": v for when, res in evaluation.items()
-                                       for k, v in (("success", res["success_rate"]), ("return", res["prs_return"]))})
-            if "before" in evaluation and not run.quiet:
+            if logger is not None:
+                logger.log(last_step, {f"eval/{k}/{when}": v for when, res in evaluation.items()
+                                        for k, v in (("success", res["success_rate"]), ("return", res["prs_return"]))})
+            if "before" in evaluation and not run.quiet and dist.is_main:
                 print(final_line(config, evaluation))
     finally:
-        logger.close()
+        if logger is not None:
+            logger.close()
         envs.close()
+        dist.close()
     result.curve = curve
     return result
 
 
 def _update(model, ref_model, optimizer, samples, config: TrainConfig, pad_id: int, bf16: bool, loss_cfg,
-            loss_configs, loss_weights) -> dict[str, float]:
+            loss_configs, loss_weights, dist=None) -> dict[str, float]:
     """Optimizer steps on one batch of samples (epochs x minibatches). Metrics are the mean over the
     optimizer steps that measured them (a minibatch without policy samples has no policy loss),
-    ``tokens/loss`` the loss tokens of one epoch."""
+    ``tokens/loss`` the loss tokens of one epoch. Data-parallel: ``samples`` are this rank's, and
+    every rank takes the same optimizer steps (a rank with no samples of a minibatch joins it with none)."""
+    from agentgym.train.distributed import Dist
     from agentgym.train.update import sample_logprobs, train_step
 
     o = config.optim
+    dist = dist or Dist()
     temperature = config.rollout.temperature
-    if not samples:
+    if dist.sum_floats([len(samples)])[0] == 0:  # on every rank
         return {"update/skipped": 1.0}
     ref_lp = sample_logprobs(ref_model, samples, pad_id, o.micro_batch_size, temperature, bf16) if ref_model else None
     multi = o.num_epochs * o.num_minibatches > 1
@@ -310,14 +371,14 @@ def _update(model, ref_model, optimizer, samples, config: TrainConfig, pad_id: i
     for _ in range(o.num_epochs):
         order = np.random.permutation(len(samples)) if multi else np.arange(len(samples))
         for chunk in np.array_split(order, o.num_minibatches):
-            if len(chunk) == 0:
+            if len(chunk) == 0 and not dist.active:
                 continue
             pick = [int(i) for i in chunk]
             steps.append(train_step(model, optimizer, [samples[i] for i in pick], loss_cfg, pad_id, o.micro_batch_size,
                              temperature, ref_logprobs=[ref_lp[i] for i in pick] if ref_lp is not None else None,
                              old_logprobs=[old_lp[i] for i in pick] if old_lp is not None else None,
                              loss_weights=loss_weights, max_grad_norm=o.max_grad_norm, bf16=bf16,
-                             loss_configs=loss_configs))
+                             loss_configs=loss_configs, dist=dist))
     out: dict[str, float] = {"update/skipped": 0.0, "update/optimizer_steps": float(len(steps))}
     for key in {k for m in steps for k in m}:
         values = [m[key] for m in steps if key in m and not np.isnan(m[key])]

@@ -4,6 +4,10 @@ Samples are padded on the right into micro-batches; a micro-batch holds samples 
 only, and each kind's loss is normalized over all of that kind's tokens (or sequences) in the
 batch, so gradient accumulation gives exactly the full-batch loss
 ``sum_kind loss_weights[kind] * L_kind``.
+
+Data-parallel (``dist`` active, :mod:`agentgym.train.distributed`): those counts are all-reduced
+first, so a rank's loss is its share of the *global* batch's loss, and the gradients are summed
+across ranks before clipping; with ``--fsdp`` the reduce-scatter of every backward sums them.
 """
 
 from __future__ import annotations
@@ -13,8 +17,12 @@ from typing import Mapping, Sequence
 
 import torch
 
+from agentgym.train.distributed import Dist, all_reduce_grads
+from agentgym.train.fsdp import gathered, is_sharded
 from agentgym.train.loss import LossConfig, policy_loss
 from agentgym.train.samples import Sample
+
+STAT_KEYS = ("loss", "tokens", "pg_sum", "kl_sum", "clipped_sum", "ratio_sum")
 
 
 def pad_batch(samples: Sequence[Sample], pad_id: int, device) -> dict[str, torch.Tensor]:
@@ -82,12 +90,15 @@ def sample_logprobs(model, samples: Sequence[Sample], pad_id: int, micro_batch_s
     was_training = model.training
     model.eval()
     try:
-        for idx in _micro_batches(samples, micro_batch_size):
-            batch = pad_batch([samples[i] for i in idx], pad_id, device)
-            with autocast_context(device, bf16):
-                lp = token_logprobs(model, batch["input_ids"], batch["attention_mask"], temperature)
-            for row, i in enumerate(idx):
-                out[i] = lp[row, : len(samples[i].input_ids) - 1].detach()
+        # FSDP: ranks hold different sample counts, so the weights are gathered once rather than
+        # per forward (a collective every rank would have to join the same number of times)
+        with gathered(model):
+            for idx in _micro_batches(samples, micro_batch_size):
+                batch = pad_batch([samples[i] for i in idx], pad_id, device)
+                with autocast_context(device, bf16):
+                    lp = token_logprobs(model, batch["input_ids"], batch["attention_mask"], temperature)
+                for row, i in enumerate(idx):
+                    out[i] = lp[row, : len(samples[i].input_ids) - 1].detach()
     finally:
         model.train(was_training)
     return out  # type: ignore[return-value]
@@ -114,6 +125,7 @@ def train_step(
     max_grad_norm: float | None = 1.0,
     bf16: bool = False,
     loss_configs: Mapping[str, LossConfig] | None = None,
+    dist: Dist | None = None,
 ) -> dict[str, float]:
     """One optimizer step on ``samples``; returns metrics.
 
@@ -121,8 +133,11 @@ def train_step(
     rollout batch), so the ratio's denominator is the current logprob, detached.
     ``loss_configs[kind]`` is the loss of samples of that kind (default: ``cfg``), so GCD's judge
     samples can clip and aggregate differently from the policy's.
+    With an active ``dist`` every rank calls this together with its own samples (none is allowed);
+    the step and the returned metrics are those of all ranks' samples as one batch.
     """
-    if not samples:
+    dist = dist or Dist()
+    if not samples and not dist.active:
         raise ValueError("train_step needs at least one sample")
     weights = {"policy": 1.0, **(loss_weights or {})}
     unknown = {s.kind for s in samples} - set(weights)
@@ -135,10 +150,20 @@ def train_step(
         token_mean = configs[s.kind].aggregation == "token-mean"
         add = (s.num_loss_tokens - (1 if s.loss_mask and s.loss_mask[0] else 0)) if token_mean else 1
         normalizers[s.kind] = normalizers.get(s.kind, 0.0) + add
+    if dist.active:
+        # the global batch's loss tokens (or sequences) per kind, and which kinds any rank has
+        kinds = sorted(weights)
+        present = [float(any(s.kind == k for s in samples)) for k in kinds]
+        totals = dist.sum_floats([normalizers.get(k, 0.0) for k in kinds] + present)
+        normalizers = {k: totals[j] for j, k in enumerate(kinds) if totals[len(kinds) + j] > 0}
     model.train()
     optimizer.zero_grad(set_to_none=True)
     sums: dict[str, float] = {}
-    for idx in _micro_batches(samples, micro_batch_size):
+    batches = _micro_batches(samples, micro_batch_size)
+    # FSDP gathers weights and reduce-scatters gradients in every forward and backward, so every
+    # rank runs as many as the busiest one (empty ones, with zero loss, after its own)
+    padding = dist.max_int(len(batches)) - len(batches) if is_sharded(model) else 0
+    for idx in batches:
         kind = samples[idx[0]].kind
         batch = pad_batch([samples[i] for i in idx], pad_id, device)
         with autocast_context(device, bf16):
@@ -152,11 +177,26 @@ def train_step(
         for key, value in stats.items():
             sums[f"{kind}/{key}"] = sums.get(f"{kind}/{key}", 0.0) + value
         sums[f"{kind}/loss"] = sums.get(f"{kind}/loss", 0.0) + float(loss.detach())
+    for _ in range(padding):
+        ids = torch.full((1, 2), pad_id, dtype=torch.long, device=device)
+        with autocast_context(device, bf16):
+            lp = token_logprobs(model, ids, torch.ones_like(ids), temperature)
+        (lp.sum() * 0.0).backward()
+    if not is_sharded(model):
+        # Not DistributedDataParallel: ranks run different numbers of micro-batches (episodes differ
+        # in length, extensions add or drop samples, a rank may have none), and DDP's per-backward
+        # hooks need every rank in every backward. One summed all-reduce after accumulation is the
+        # same communication DDP does under no_sync(), without that constraint.
+        all_reduce_grads(dist, model.parameters())
     grad_norm = float("nan")
     if max_grad_norm is not None and max_grad_norm > 0:
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm))
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        grad_norm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
+    if dist.active:
+        keys = [f"{kind}/{key}" for kind in sorted(weights) for key in STAT_KEYS]
+        sums = dict(zip(keys, dist.sum_floats([sums.get(k, 0.0) for k in keys])))
     metrics = {"grad_norm": grad_norm}
     for kind in normalizers:
         tokens = max(sums.get(f"{kind}/tokens", 0.0), 1.0)

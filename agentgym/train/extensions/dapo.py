@@ -38,6 +38,7 @@ class DAPO(TrainerExtension):
     """The DAPO dynamic-sampling extension."""
 
     name = "dapo"
+    summed_metrics = frozenset({"dapo/extra_groups", "dapo/shortfall"})
 
     def __init__(self, cfg: DAPOConfig | None = None):
         self.cfg = cfg or DAPOConfig()

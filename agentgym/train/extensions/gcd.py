@@ -130,6 +130,10 @@ class GCD(TrainerExtension):
     ``GiGPO(config.gigpo)`` for ``base="gigpo"``: :func:`gcd_extensions` builds the list)."""
 
     name = "gcd"
+    summed_metrics = frozenset({"gcd/steps", "gcd/reason_invalid", "gcd/reason_revisit", "gcd/reason_solved",
+                                "gcd/labels_good_before", "gcd/labels_bad_before", "gcd/labels_unlabelled",
+                                "gcd/labels_good", "gcd/labels_bad", "gcd/judged_steps", "gcd/judge_samples",
+                                "gcd/judge_too_long", "gcd/external_asked", "gcd/external_good", "gcd/external_bad"})
 
     def __init__(self, cfg: GCDConfig | None = None, judge=None):
         self.cfg = cfg or GCDConfig()
@@ -295,6 +299,10 @@ class GCD(TrainerExtension):
 
     # ----- prompt-based correction -----
     def _correct(self, ctx, critiques: list[str], m) -> None:
+        dist = ctx.dist
+        if dist is not None and dist.active:
+            # data-parallel: one list for the run, from every rank's critiques and rank 0's summary
+            critiques = [c for part in dist.all_gather(critiques) for c in part]
         self.correction.add_critiques(critiques)
         m["gcd/critiques_gathered"] = float(len(critiques))
         m["gcd/critiques_pending"] = float(len(self.correction.critiques))
@@ -309,7 +317,10 @@ class GCD(TrainerExtension):
         before = list(self.correction.mistakes)
         t0 = time.perf_counter()
         if pending:
-            mistakes, source = self._summarize(ctx, pending)
+            main = dist is None or dist.is_main
+            mistakes, source = self._summarize(ctx, pending) if main else ([], "")
+            if dist is not None:
+                mistakes, source = dist.broadcast((mistakes, source))
         else:  # nothing new to go on: keep the list, restart the period
             mistakes, source = before, "kept"
         self.correction.update(done, mistakes)
@@ -359,7 +370,7 @@ class GCD(TrainerExtension):
     def _trim_log(self, ctx, upto: int) -> None:
         """Once per run: drop lines written after the step this run started from (a resume), as
         metrics.jsonl does, so the file reads as if the run had never stopped."""
-        if self._log_checked:
+        if self._log_checked or (ctx.dist is not None and not ctx.dist.is_main):
             return
         self._log_checked = True
         path = self._log_path(ctx)
@@ -370,6 +381,8 @@ class GCD(TrainerExtension):
         path.write_text("".join(line + "\n" for line in kept))
 
     def _write_list(self, ctx, step: int, source: str, n_critiques: int) -> None:
+        if ctx.dist is not None and not ctx.dist.is_main:
+            return
         path = self._log_path(ctx)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)

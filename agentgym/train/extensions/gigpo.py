@@ -52,6 +52,7 @@ class GiGPO(TrainerExtension):
     """The GiGPO extension; pass ``GiGPO(config.gigpo)`` to :func:`agentgym.train.loop.train`."""
 
     name = "gigpo"
+    summed_metrics = frozenset({"gigpo/step_groups"})
 
     def __init__(self, cfg: GiGPOConfig | None = None):
         self.cfg = cfg or GiGPOConfig()

@@ -80,6 +80,8 @@ class VSPO(TrainerExtension):
     """The VSPO extension; pass ``VSPO(config.vspo)`` to :func:`agentgym.train.loop.train`."""
 
     name = "vspo"
+    summed_metrics = frozenset({"vspo/groups_dropped", "vspo/groups_replaced", "vspo/shortfall", "vspo/extra_groups",
+                                "vspo/from_buffer", "vspo/buffer_size"})
 
     def __init__(self, cfg: VSPOConfig | None = None):
         self.cfg = cfg or VSPOConfig()
