@@ -187,24 +187,27 @@ def table(env_id: str, summary: dict) -> str:
 
 
 def plot(env_id: str, cells: list[dict], path: str) -> None:
+    """Held-out success and PRS return against env episodes: per method the mean over seeds and
+    the min-max band."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for m in [m for m in METHODS if any(c["method"] == m for c in cells)]:
-        curves = [c["curve"] for c in cells if c["method"] == m]
-        n = min(len(c) for c in curves)
-        x = [sum(c[i]["episodes"] for c in curves) / len(curves) for i in range(n)]
-        ys = [[c[i]["success"] for c in curves] for i in range(n)]
-        ax.plot(x, [sum(y) / len(y) for y in ys], label=f"{m} ({len(curves)} seeds)")
-        ax.fill_between(x, [min(y) for y in ys], [max(y) for y in ys], alpha=0.15)
-    ax.set_xlabel("env episodes played")
-    ax.set_ylabel("held-out success")
-    ax.set_title(f"{env_id}: mean and min-max across seeds")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, key, label in zip(axes, ("success", "return"), ("held-out success", "held-out PRS return")):
+        for m in [m for m in METHODS if any(c["method"] == m for c in cells)]:
+            curves = [c["curve"] for c in cells if c["method"] == m]
+            n = min(len(c) for c in curves)
+            x = [sum(c[i]["episodes"] for c in curves) / len(curves) for i in range(n)]
+            ys = [[c[i][key] for c in curves] for i in range(n)]
+            ax.plot(x, [sum(y) / len(y) for y in ys], label=f"{m} ({len(curves)} seeds)")
+            ax.fill_between(x, [min(y) for y in ys], [max(y) for y in ys], alpha=0.15)
+        ax.set_xlabel("env episodes played")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{env_id}: mean and min-max across seeds")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
