@@ -77,7 +77,8 @@ class AgentVectorEnv(VectorEnv):
         startup_timeout: seconds a worker may take to build its envs, and the limit for
             ``call``/``get_attr``/``set_attr``.
         envs_per_worker: envs each worker process or actor holds (``process`` and ``ray``).
-        mp_context: multiprocessing start method of the ``process`` backend (default ``"spawn"``).
+        mp_context: multiprocessing start method of the ``process`` backend (default: ``"fork"`` where the
+            platform has it, else ``"spawn"``; pass ``"spawn"`` from a program that runs threads).
         ray_actor_options: options for each Ray actor, e.g. ``{"num_cpus": 1}``.
         ray_init_kwargs: passed to ``ray.init`` when Ray is not initialised yet.
         sticky_calls: methods whose calls are replayed onto an env rebuilt after a fault.
