@@ -19,6 +19,7 @@ table) and OUT/learning_curves_<env>.png (mean and min-max band across seeds per
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import math
@@ -39,6 +40,7 @@ METHODS = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def trainer(script: str):
     """The trainer script ``trainers/<script>.py`` as a module (its config class and ``main``)."""
     spec = importlib.util.spec_from_file_location(f"agentgym_trainer_{script}",
@@ -46,11 +48,6 @@ def trainer(script: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def script_defaults(module):
-    """The config the script runs with when given no flags."""
-    return module.defaults()
 
 
 def t95(n: int) -> float:
@@ -89,7 +86,7 @@ def cell_config(args, method: str, seed: int, model: str, out: str):
 
     script, extra = METHODS[method]
     module = trainer(script)
-    defaults = script_defaults(module)
+    defaults = module.defaults()  # the config the script runs with when given no flags
     values = dict(seed=seed, output_dir=out, model=model, env_id=args.env_id, max_episodes=args.max_episodes,
                   num_steps=10 ** 6, eval_every=args.eval_every, eval_episodes=args.eval_episodes,
                   cpu_threads=args.cpu_threads, save_every=args.eval_every, resume="auto", progress=False,
@@ -105,7 +102,7 @@ def cold_start_dir(args, method: str, seed: int) -> str:
     from agentgym.train.config import build
     from agentgym.train.loop import cold_start
 
-    defaults = script_defaults(trainer(METHODS[method][0]))
+    defaults = trainer(METHODS[method][0]).defaults()
     recipe = "judge" if defaults.cold_start.cold_start_judge_samples else "plain"
     out = os.path.join(args.out, "cold_start", args.env_id, f"{recipe}-seed{seed}")
     values = dict(seed=seed, output_dir=out, env_id=args.env_id, cpu_threads=args.cpu_threads,

@@ -75,8 +75,9 @@ def run_eval(config: TrainConfig, policy, env_kwargs: dict) -> dict:
     saved = rng_state()
     torch.manual_seed(config.run.seed + 1_000_003)
     try:
-        return evaluate(policy, config.env.env_id, {**env_kwargs, "reward_mode": "prs"}, config.eval.eval_split, config.eval.eval_episodes,
-                        batch_size=min(32, config.eval.eval_episodes), seed=config.eval.eval_seed, sampling=sampling,
+        e = config.eval
+        return evaluate(policy, config.env.env_id, {**env_kwargs, "reward_mode": "prs"}, e.eval_split, e.eval_episodes,
+                        batch_size=min(32, e.eval_episodes), seed=e.eval_seed, sampling=sampling,
                         window=r.window if r.layout == "window" else None)
     finally:
         set_rng_state(saved)
@@ -380,7 +381,7 @@ def _update(model, ref_model, optimizer, samples, config: TrainConfig, pad_id: i
                              loss_weights=loss_weights, max_grad_norm=o.max_grad_norm, bf16=bf16,
                              loss_configs=loss_configs, dist=dist))
     out: dict[str, float] = {"update/skipped": 0.0, "update/optimizer_steps": float(len(steps))}
-    for key in {k for m in steps for k in m}:
+    for key in dict.fromkeys(k for m in steps for k in m):  # first-seen order, the same every run
         values = [m[key] for m in steps if key in m and not np.isnan(m[key])]
         if key == "tokens/loss":
             out[key] = sum(values) / o.num_epochs
