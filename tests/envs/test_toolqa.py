@@ -286,3 +286,18 @@ def test_malformed_files_name_file_line_and_expectation(tmp_path):
         gym.make("ToolQA-v0", dataset=str(tmp_path / "missing.jsonl"), corpus=str(corpus))
     with pytest.raises(ToolQADataError, match="corpus="):
         gym.make("ToolQA-v0", dataset=str(bad))
+
+
+def test_system_prompt_replaces_the_built_in_one_everywhere_it_is_shown():
+    short = "Search with <search>query</search>, then reply <answer>answer</answer>."
+    env = gym.make("ToolQA-v0", action_format="tags", system_prompt=short, render_mode="ansi")
+    obs, info = env.reset(seed=0)
+    assert info["system_prompt"] == short == env.unwrapped.system_prompt
+    assert short in env.render()
+    _, _, _, _, info = env.step("<search>anything</search>")
+    assert info["action_valid"]  # the prompt changes what the model reads, not what the env accepts
+    default = gym.make("ToolQA-v0", action_format="tags").reset(seed=0)[1]["system_prompt"]
+    assert default != short and "<search>" in default
+    for bad in ("", "   ", 3):
+        with pytest.raises(ValueError, match="system_prompt"):
+            gym.make("ToolQA-v0", system_prompt=bad)
