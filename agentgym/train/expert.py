@@ -9,6 +9,7 @@ later sample from.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from agentgym.experts import play_expert_episode
@@ -24,16 +25,48 @@ def action_ids(encoder: ChatEncoder, action: str) -> list[int]:
 
 
 def expert_episode(env, encoder: ChatEncoder, seed: int, layout: str = "concat", window: int | None = 2,
-                   reset_options: dict[str, Any] | None = None, only_successful: bool = True) -> tuple[list[Sample], dict]:
+                   reset_options: dict[str, Any] | None = None, only_successful: bool = True,
+                   chatty: bool = False) -> tuple[list[Sample], dict]:
     """Play one expert episode of ``env`` (made with ``expert=True``); its samples and its record
     (:func:`agentgym.experts.play_expert_episode`: messages, success, return, terms).
 
-    Returns no samples when ``only_successful`` and the expert failed.
+    Returns no samples when ``only_successful`` and the expert failed. With ``chatty``, the samples
+    say the final answer as a sentence (:func:`chatty_answer`) and ``record["chatty"]`` tells
+    whether the episode had an answer to rewrite.
     """
     record = play_expert_episode(env, seed=seed, options=dict(reset_options or {}))
     if only_successful and not record["success"]:
         return [], record
-    return episode_samples_from_messages(record["messages"], encoder, layout, window), record
+    messages = record["messages"]
+    if chatty:
+        rewritten = chatty_answer(messages)
+        record["chatty"] = rewritten is not None
+        messages = rewritten or messages
+    return episode_samples_from_messages(messages, encoder, layout, window), record
+
+
+_ANSWER = re.compile(r"\s*<answer>(.*)</answer>\s*", re.DOTALL)
+
+
+def chatty_answer(messages: list[dict]) -> list[dict] | None:
+    """The episode with its final answer said as a sentence, as a chatty instruction-tuned teacher
+    writes it; None when the episode does not end in ``<answer>...</answer>``.
+
+    A cold start that imitates such a teacher on part of its episodes learns the search and the
+    answer's content, but often wraps the answer in words that an exact-answer reward does not pay
+    for: a shared habit RL can remove on every task, seen or not.
+
+    >>> chatty_answer([{"role": "user", "content": "Q"}, {"role": "assistant", "content": "<answer>Noor River</answer>"}])[-1]
+    {'role': 'assistant', 'content': '<answer>The answer is Noor River.</answer>'}
+    >>> chatty_answer([{"role": "assistant", "content": "<action>look</action>"}]) is None
+    True
+    """
+    if not messages or messages[-1]["role"] != "assistant":
+        return None
+    found = _ANSWER.fullmatch(messages[-1]["content"])
+    if found is None:
+        return None
+    return [*messages[:-1], {**messages[-1], "content": f"<answer>The answer is {found.group(1).strip()}.</answer>"}]
 
 
 def episode_samples_from_messages(messages: list[dict], encoder: ChatEncoder, layout: str = "concat",

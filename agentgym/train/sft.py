@@ -45,6 +45,7 @@ def is_complete(model_dir: str | os.PathLike) -> bool:
 def _recipe(cfg: SFTRunConfig) -> dict[str, Any]:
     """What decides the result: a cached cold start is reused only when all of it matches."""
     sft = to_dict(cfg.sft)
+    sft.pop("log_every", None)  # printing does not change the model
     if not sft.get("judge_samples"):
         # without judge samples the run is the one made before the setting existed: keep its
         # recipe, so cold starts cached then are still reused
@@ -72,19 +73,38 @@ def expert_samples(cfg: SFTRunConfig, encoder, progress: bool = False):
     try:
         listed = env.unwrapped.task_ids(cfg.env.split) if hasattr(env.unwrapped, "task_ids") else None
         chosen = cold_start_tasks(listed, cfg.seed, cfg.sft.num_episodes) if listed is not None else None
-        samples, played, solved = [], [], 0
+        samples, played, solved, chatty = [], [], 0, 0
         for k in _bar(range(cfg.sft.num_episodes), progress, "expert episodes"):
             options = {"split": cfg.env.split}
             if chosen is not None:
                 options["task_id"] = chosen[k]
-            got, record = expert_episode(env, encoder, task_seed(cfg.seed, k, STREAM_COLD_START), cfg.layout,
-                                         cfg.window, options)
+            seed = task_seed(cfg.seed, k, STREAM_COLD_START)
+            got, record = expert_episode(env, encoder, seed, cfg.layout, cfg.window, options,
+                                         chatty=chats(seed, cfg.sft.chatty_answers))
             samples += got
             solved += bool(got)
+            chatty += bool(got) and record.get("chatty", False)
             played.append(str(record["task_id"]))
     finally:
         env.close()
-    return samples, played, solved
+    if cfg.sft.chatty_answers > 0 and solved and not chatty:
+        raise ValueError(f"--chatty-answers rewrites an episode's final <answer>...</answer>, and no expert episode "
+                         f"of {cfg.env.env_id} ends with one")
+    return samples, played, solved, chatty
+
+
+def chats(seed: int, fraction: float) -> bool:
+    """Whether the cold-start episode of env seed ``seed`` gets a chatty answer (a fixed draw per
+    episode, so a recipe always makes the same data).
+
+    >>> sum(chats(s, 0.6) for s in range(1000))
+    608
+    >>> any(chats(s, 0.0) for s in range(1000))
+    False
+    """
+    import numpy as np
+
+    return bool(np.random.default_rng([int(seed), 0xC4A7]).random() < fraction)
 
 
 def judge_samples(cfg: SFTRunConfig, encoder):
@@ -106,6 +126,24 @@ def judge_samples(cfg: SFTRunConfig, encoder):
         return judge_cold_start_samples(env, encoder, cfg.sft.judge_samples, requests, seed=cfg.seed)
     finally:
         env.close()
+
+
+def lr_factor(step: int, num_steps: int, warmup_steps: int, schedule: str = "cosine", floor: float = 0.1) -> float:
+    """The learning rate of optimizer step ``step`` (0-based) as a fraction of the peak: a linear
+    warmup, then constant or a cosine decay to ``floor`` at the last step.
+
+    >>> [round(lr_factor(s, 100, 10, "cosine"), 3) for s in (0, 9, 10, 55, 99)]
+    [0.1, 1.0, 1.0, 0.542, 0.1]
+    >>> lr_factor(99, 100, 10, "constant")
+    1.0
+    """
+    import math
+
+    warm = min(1.0, (step + 1) / max(warmup_steps, 1))
+    if schedule == "constant" or step < warmup_steps:
+        return warm
+    progress = min(1.0, (step - warmup_steps) / max(num_steps - 1 - warmup_steps, 1))
+    return warm * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 def _bar(iterable, enabled: bool, desc: str):
@@ -135,12 +173,12 @@ def run_sft(cfg: SFTRunConfig) -> str:
     tokenizer = load_tokenizer(base_model)
     model = load_model(base_model, device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.sft.learning_rate)
-    warmup = max(cfg.sft.warmup_steps, 1)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: lr_factor(s, cfg.sft.num_steps, cfg.sft.warmup_steps, cfg.sft.lr_schedule))
     logger = MetricsLogger(cfg.output_dir, tensorboard=cfg.tensorboard)
 
     # ----- expert data -----
-    samples, tasks, solved = expert_samples(cfg, ChatEncoder(tokenizer), cfg.progress and not cfg.quiet)
+    samples, tasks, solved, chatty = expert_samples(cfg, ChatEncoder(tokenizer), cfg.progress and not cfg.quiet)
     if not samples:
         raise ValueError(f"the expert of {cfg.env.env_id} solved none of {len(tasks)} episodes; nothing to train on")
     if cfg.sft.judge_samples > 0:
@@ -150,8 +188,9 @@ def run_sft(cfg: SFTRunConfig) -> str:
             print(f"sft: {len(judged)} judge samples ({stats['good']} good, {stats['bad']} bad; before balancing "
                   f"{stats['good_before']} good, {stats['bad_before']} bad) from {stats['episodes']} episodes")
     if not cfg.quiet:
-        print(f"sft: {solved}/{len(tasks)} expert episodes solved ({len(set(tasks))} distinct tasks), "
-              f"{len(samples)} samples, {sum(s.num_loss_tokens for s in samples)} assistant tokens")
+        print(f"sft: {solved}/{len(tasks)} expert episodes solved ({len(set(tasks))} distinct tasks)"
+              + (f", {chatty} of them with a chatty answer" if cfg.sft.chatty_answers > 0 else "")
+              + f", {len(samples)} samples, {sum(s.num_loss_tokens for s in samples)} assistant tokens")
 
     # ----- train -----
     rng = np.random.default_rng(cfg.seed)

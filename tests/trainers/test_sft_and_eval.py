@@ -79,3 +79,32 @@ def test_eval_cli_plays_with_the_env_kwargs_the_checkpoint_was_trained_with(tmp_
     assert cli_main(["eval", "--model", ckpt, "--num-episodes", "2", "--batch-size", "2", "--max-new-tokens", "4",
                      "--output", str(out)]) == 0
     assert json.loads(out.read_text())["turns"] == 1.0
+
+
+def test_chatty_answers_rewrite_that_share_of_the_expert_answers_and_nothing_else():
+    import pytest
+    from agentgym.agents.tiny import build_tiny_model
+    from agentgym.train.sft import expert_samples
+
+    tok = load_tokenizer(str(build_tiny_model()))
+    kw = dict(model="tiny", env_kwargs='{"question_kinds": ["single_hop"], "max_turns": 2, "action_format": "tags"}',
+              num_episodes=40)
+
+    def answers(chatty):
+        samples, tasks, solved, rewritten = expert_samples(build(SFTRunConfig, **kw, chatty_answers=chatty),
+                                                            ChatEncoder(tok))
+        texts = [tok.decode([t for t, m in zip(s.input_ids, s.loss_mask) if m]) for s in samples]
+        assert solved == len(tasks) == 40 and rewritten == sum("<answer>The answer is " in t for t in texts)
+        return texts, rewritten
+
+    plain, none = answers(0.0)
+    chatty, some = answers(0.5)
+    assert none == 0 and 10 <= some <= 30
+    assert answers(0.5)[0] == chatty  # a fixed draw per episode: the same recipe makes the same data
+    for p, c in zip(plain, chatty):  # the search and the answer's words are the expert's own
+        if p != c:
+            value = p.split("<answer>")[1].split("</answer>")[0]
+            assert c == p.replace(f"<answer>{value}</answer>", f"<answer>The answer is {value}.</answer>")
+    with pytest.raises(ValueError, match="chatty-answers"):
+        expert_samples(build(SFTRunConfig, model="tiny", env_id="ALFWorld-v0",
+                             num_episodes=2, chatty_answers=0.5), ChatEncoder(tok))
