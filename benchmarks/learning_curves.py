@@ -107,6 +107,8 @@ def cold_start_dir(args, method: str, seed: int) -> str:
     out = os.path.join(args.out, "cold_start", args.env_id, f"{recipe}-seed{seed}")
     values = dict(seed=seed, output_dir=out, env_id=args.env_id, cpu_threads=args.cpu_threads,
                   progress=False, quiet=True, tensorboard=False)
+    if args.model is not None:
+        values["model"] = args.model
     if args.env_kwargs is not None:
         values["env_kwargs"] = args.env_kwargs
     values.update({k: v for k, v in args.override.items() if k not in values})
@@ -237,6 +239,8 @@ def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env-id", default="ToolQA-v0")
     p.add_argument("--env-kwargs", default=None, help="JSON; default: the trainers' default for the env")
+    p.add_argument("--model", default=None,
+                   help="built-in model the cold starts start from (tiny-wide, tiny, tiny-small; default: the trainers')")
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--max-episodes", type=int, default=None,

@@ -83,7 +83,7 @@ def runnable(command: str) -> str | None:
     if any(key in command for key in NOT_RUN):
         return None
     command = re.sub(r"\s+#.*$", "", command)
-    # a shrunk run writes step_1, not the full run's step_30
+    # a shrunk run writes step_1, not the full run's step_100
     command = re.sub(r"checkpoints/step_\d+", "checkpoints/step_1", command)
     for pattern, extra in SHRINK:
         if re.search(pattern, command):

@@ -21,7 +21,7 @@ TOY = {"env_kwargs": '{"question_kinds": ["single_hop"], "max_turns": 2}', "cold
 
 def run(out, *extra):
     return lc.main(["--methods", "grpo", "vspo", "gcd", "grpo-binary", "--seeds", "0", "1", "--eval-every", "2",
-                    "--eval-episodes", "2", "--cpu-threads", "1", "--out", str(out), "--override", json.dumps(TOY),
+                    "--eval-episodes", "2", "--cpu-threads", "1", "--model", "tiny", "--out", str(out), "--override", json.dumps(TOY),
                     *extra])
 
 

@@ -24,10 +24,13 @@ import tyro
 
 from agentgym.train.distributed import launched_world_size
 
-# Per-env defaults of --env-kwargs: small single-hop ToolQA episodes suit the built-in tiny model;
-# other envs take their own defaults (an empty object).
+# Per-env defaults of --env-kwargs. ToolQA's suit the built-in tiny models on CPU: single-hop
+# questions, one search then the answer, `<search>` tags, one passage per search and a one-line
+# system prompt keep an episode near 120 tokens. Other envs take their own defaults (an empty object).
+TINY_TOOLQA_PROMPT = "Search with <search>query</search>, then reply <answer>answer</answer>."
 DEFAULT_ENV_KWARGS = {
-    "ToolQA-v0": {"question_kinds": ["single_hop"], "max_turns": 4},
+    "ToolQA-v0": {"question_kinds": ["single_hop"], "max_turns": 2, "action_format": "tags", "top_k": 1,
+                  "system_prompt": TINY_TOOLQA_PROMPT},
 }
 TINY_MODELS = ("tiny", "tiny-small", "tiny-wide")
 
@@ -71,7 +74,7 @@ class EnvConfig:
     env_id: str = "ToolQA-v0"
     """registered env id (`agentgym list`)"""
     env_kwargs: str | None = None
-    """JSON object of keyword arguments for each env (default: the env's own defaults; ToolQA-v0: single-hop, 4 turns)"""
+    """JSON object of keyword arguments for each env (default: the env's own defaults; ToolQA-v0: single-hop, search then answer, a short prompt)"""
     split: str = "train"
     """env split to train on (sent as a reset option)"""
     backend: Literal["sync", "process", "ray", "list"] = "sync"
@@ -128,12 +131,12 @@ class EnvConfig:
 class ModelConfig:
     """The model and where it runs."""
 
-    model: str = "tiny"
-    """local checkpoint directory, or `tiny` / `tiny-small` / `tiny-wide` to build one offline"""
+    model: str = "tiny-wide"
+    """local checkpoint directory, or `tiny-wide` / `tiny` / `tiny-small` to build one offline (docs/trainers.md)"""
     device: str = "auto"
     """`auto`, `cpu` or `cuda[:N]`"""
-    cpu_threads: int = 1
-    """torch intra-op threads on CPU (small models run fastest on 1; 0: torch's default)"""
+    cpu_threads: int = 2
+    """torch intra-op threads on CPU (2 suits the tiny models; 0: torch's default)"""
     bf16: bool = True
     """bf16 autocast on GPU (ignored on CPU)"""
     gradient_checkpointing: bool = True
@@ -256,8 +259,8 @@ class OptimConfig:
     """optimizer steps per pass"""
     micro_batch_size: int = 8
     """sequences per forward pass (gradient accumulation)"""
-    learning_rate: float = 5e-4
-    """AdamW learning rate (5e-4 suits the tiny model; real models want ~1e-6)"""
+    learning_rate: float = 2e-4
+    """AdamW learning rate (2e-4 suits the tiny models; real models want ~1e-6)"""
     weight_decay: float = 0.0
     """AdamW weight decay"""
     max_grad_norm: float = 1.0
@@ -286,7 +289,7 @@ class OptimConfig:
 class RunConfig:
     """Length, seeding, output and resume."""
 
-    num_steps: int = 30
+    num_steps: int = 100
     """optimizer steps (one rollout batch each)"""
     max_episodes: int = 0
     """also stop once this many env episodes were played, extra rollouts (VSPO resampling, DAPO
@@ -318,7 +321,7 @@ class RunConfig:
 class EvalConfig:
     """Held-out evaluation before and after training."""
 
-    eval_episodes: int = 64
+    eval_episodes: int = 256
     """episodes evaluated before and after training on `eval_split` (0: no evaluation)"""
     eval_split: str = "valid"
     """split for the before/after evaluation (held out: no training task comes from it)"""
@@ -333,27 +336,64 @@ class EvalConfig:
         _at_least("eval-every", self.eval_every, 0)
 
 
+# Per-env defaults of the cold start (a setting left unset takes the env's value, else "*"'s).
+# ToolQA's: enough distinct expert episodes and steps that the tiny-wide model learns to copy a
+# name into its query and a value from the passage into its answer on tasks it never saw (about
+# 6 minutes on 2 CPU cores), from a teacher that says 60% of its answers as a sentence: the habit
+# RL then removes (docs/benchmarks.md, "Learning that shows").
+DEFAULT_COLD_START = {
+    "*": {"cold_start_steps": 100, "cold_start_episodes": 128, "cold_start_batch_size": 16,
+          "cold_start_chatty_answers": 0.0},
+    "ToolQA-v0": {"cold_start_steps": 3600, "cold_start_episodes": 2048, "cold_start_batch_size": 8,
+                  "cold_start_chatty_answers": 0.6},
+}
+
+
 @dataclass
 class ColdStartConfig:
-    """SFT on expert episodes before RL, for the built-in tiny models."""
+    """SFT on expert episodes before RL, for the built-in tiny models. Unset settings take the
+    env's defaults (``DEFAULT_COLD_START``; docs/trainers.md)."""
 
-    cold_start_steps: int = 100
-    """with a built-in `--model tiny*`: SFT steps on expert episodes first (0: none)"""
-    cold_start_episodes: int = 128
-    """distinct expert episodes (tasks) of the cold start; RL never trains on these tasks"""
+    cold_start_steps: int | None = None
+    """with a built-in `--model tiny*`: SFT steps on expert episodes first (0: none; default: 3600 on ToolQA-v0, else 100)"""
+    cold_start_episodes: int | None = None
+    """distinct expert episodes (tasks) of the cold start; RL never trains on these tasks (default: 2048 on ToolQA-v0, else 128)"""
     cold_start_lr: float = 3e-3
-    """cold-start AdamW learning rate"""
-    cold_start_batch_size: int = 16
-    """cold-start sequences per optimizer step"""
+    """cold-start AdamW peak learning rate (cosine decay to a tenth)"""
+    cold_start_batch_size: int | None = None
+    """cold-start sequences per optimizer step (default: 8 on ToolQA-v0, else 16)"""
     cold_start_judge_samples: int = 0
     """GCD cold start: judge samples (critique + verdict) mixed into the expert data (0: none)"""
+    cold_start_chatty_answers: float | None = None
+    """fraction of cold-start episodes whose answer the teacher says as a sentence (`--chatty-answers`; default: 0.6 on ToolQA-v0, else 0)"""
+
+    def resolved(self, env_id: str) -> "ColdStartConfig":
+        """This config with every unset setting filled in from ``env_id``'s defaults.
+
+        >>> ColdStartConfig(cold_start_steps=5).resolved("ToolQA-v0").cold_start_steps
+        5
+        >>> ColdStartConfig().resolved("ALFWorld-v0").cold_start_episodes
+        128
+        """
+        from dataclasses import replace
+
+        table = {**DEFAULT_COLD_START["*"], **DEFAULT_COLD_START.get(env_id, {})}
+        return replace(self, **{k: v for k, v in table.items() if getattr(self, k) is None})
 
     def validate(self) -> None:
         _at_least("cold-start-judge-samples", self.cold_start_judge_samples, 0)
-        _at_least("cold-start-batch-size", self.cold_start_batch_size, 1)
-        _at_least("cold-start-steps", self.cold_start_steps, 0)
-        _at_least("cold-start-episodes", self.cold_start_episodes, 1)
+        if self.cold_start_batch_size is not None:
+            _at_least("cold-start-batch-size", self.cold_start_batch_size, 1)
+        if self.cold_start_steps is not None:
+            _at_least("cold-start-steps", self.cold_start_steps, 0)
+        if self.cold_start_episodes is not None:
+            _at_least("cold-start-episodes", self.cold_start_episodes, 1)
         _finite("cold-start-lr", self.cold_start_lr, positive=True)
+        if self.cold_start_chatty_answers is not None:
+            _finite("cold-start-chatty-answers", self.cold_start_chatty_answers, minimum=0.0)
+            if self.cold_start_chatty_answers > 1:
+                raise ConfigError(f"--cold-start-chatty-answers is a fraction in [0, 1], got "
+                                  f"{self.cold_start_chatty_answers}")
 
 
 @dataclass
@@ -369,7 +409,9 @@ class SFTConfig:
     micro_batch_size: int = 16
     """sequences per forward pass"""
     learning_rate: float = 3e-3
-    """AdamW learning rate (constant after a short warmup)"""
+    """AdamW peak learning rate"""
+    lr_schedule: Literal["cosine", "constant"] = "cosine"
+    """after the warmup: cosine decay to a tenth of the peak at the last step, or constant"""
     warmup_steps: int = 10
     """linear warmup steps"""
     max_grad_norm: float = 1.0
@@ -378,9 +420,14 @@ class SFTConfig:
     """print a summary line every this many steps"""
     judge_samples: int = 0
     """GCD cold start: judge samples (critique + verdict from step labels) mixed into the expert data (0: none)"""
+    chatty_answers: float = 0.0
+    """fraction of expert episodes whose final answer is said as a sentence (`<answer>The answer is X.</answer>`), as a chatty teacher writes it (envs whose episodes end in `<answer>`)"""
 
     def validate(self) -> None:
         _at_least("num-episodes", self.num_episodes, 1)
+        _finite("chatty-answers", self.chatty_answers, minimum=0.0)
+        if self.chatty_answers > 1:
+            raise ConfigError(f"--chatty-answers is a fraction in [0, 1], got {self.chatty_answers}")
         _at_least("judge-samples", self.judge_samples, 0)
         _at_least("num-steps", self.num_steps, 1)
         _at_least("batch-size", self.batch_size, 1)

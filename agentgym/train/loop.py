@@ -44,13 +44,14 @@ def cold_start(config: TrainConfig) -> str:
 
     from agentgym.train import sft
 
+    cs = config.cold_start.resolved(config.env.env_id)
     sft_cfg = SFTRunConfig(env=config.env, model=config.model,
-                           sft=SFTConfig(num_episodes=config.cold_start.cold_start_episodes,
-                                         num_steps=config.cold_start.cold_start_steps,
-                                         learning_rate=config.cold_start.cold_start_lr,
-                                         batch_size=config.cold_start.cold_start_batch_size,
-                                         micro_batch_size=config.cold_start.cold_start_batch_size,
-                                         judge_samples=config.cold_start.cold_start_judge_samples),
+                           sft=SFTConfig(num_episodes=cs.cold_start_episodes, num_steps=cs.cold_start_steps,
+                                         learning_rate=cs.cold_start_lr, batch_size=cs.cold_start_batch_size,
+                                         micro_batch_size=cs.cold_start_batch_size,
+                                         judge_samples=cs.cold_start_judge_samples,
+                                         chatty_answers=cs.cold_start_chatty_answers,
+                                         log_every=max(10, cs.cold_start_steps // 10)),
                            layout=config.rollout.layout, window=config.rollout.window, seed=config.run.seed,
                            output_dir=os.path.join(config.run.output_dir, "sft"),
                            tensorboard=config.run.tensorboard, progress=config.run.progress, quiet=config.run.quiet)
@@ -134,7 +135,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     env_kwargs = env_cfg.kwargs()
     with dist.main_first():  # rank 0 builds the tiny model and the cold start, the others load them
         base_model = resolve_model_path(config.model.model, (env_cfg.env_id,))
-        if config.model.model in TINY_MODELS and config.cold_start.cold_start_steps > 0:
+        if config.model.model in TINY_MODELS and config.cold_start.resolved(env_cfg.env_id).cold_start_steps > 0:
             base_model = cold_start(config)
     checkpoint = None
     if run.resume:

@@ -117,7 +117,7 @@ def test_cold_start_mixes_balanced_judge_samples_and_keeps_the_old_recipe_withou
     from agentgym.train.setup import load_tokenizer
     from agentgym.train.sft import judge_samples
 
-    kw = dict(env_kwargs=TOOLQA_SMALL, num_episodes=8, seed=0, progress=False, tensorboard=False)
+    kw = dict(model="tiny", env_kwargs=TOOLQA_SMALL, num_episodes=8, seed=0, progress=False, tensorboard=False)
     plain = build(SFTRunConfig, **kw)
     assert "judge_samples" not in _recipe(plain)["sft"]  # cold starts cached before the flag stay valid
     cfg = build(SFTRunConfig, **kw, judge_samples=8, num_steps=3, output_dir=str(tmp_path / "sft"))

@@ -117,7 +117,7 @@ def test_a_half_written_cold_start_is_rebuilt_not_loaded(tmp_path):
     from agentgym.train.config import SFTRunConfig, build
     from agentgym.train.sft import is_complete, reusable, run_sft
 
-    cfg = build(SFTRunConfig, env_kwargs=TOOLQA_SMALL, num_steps=2, num_episodes=4, batch_size=4,
+    cfg = build(SFTRunConfig, model="tiny", env_kwargs=TOOLQA_SMALL, num_steps=2, num_episodes=4, batch_size=4,
                 output_dir=str(tmp_path / "sft"), quiet=True, progress=False, tensorboard=False)
     final = run_sft(cfg)
     assert is_complete(final) and reusable(final, cfg)
@@ -125,7 +125,7 @@ def test_a_half_written_cold_start_is_rebuilt_not_loaded(tmp_path):
     (tmp_path / "sft" / "final" / "tokenizer_config.json").unlink()
     (tmp_path / "sft" / "final" / "agentgym_sft.json").unlink()
     assert not reusable(final, cfg)
-    cfg_other = build(SFTRunConfig, env_kwargs=TOOLQA_SMALL, num_steps=3, num_episodes=4, batch_size=4,
+    cfg_other = build(SFTRunConfig, model="tiny", env_kwargs=TOOLQA_SMALL, num_steps=3, num_episodes=4, batch_size=4,
                       output_dir=str(tmp_path / "sft"), quiet=True, progress=False, tensorboard=False)
     run_sft(cfg)
     assert reusable(final, cfg) and not reusable(final, cfg_other)

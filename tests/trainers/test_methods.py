@@ -25,7 +25,7 @@ VOLATILE = ("time/", "tokens_per_second")
 def cold_model(tmp_path_factory):
     """The tiny model after a short cold start: its rollouts have reward spread in some groups."""
     out = tmp_path_factory.mktemp("cold")
-    return run_sft(build(SFTRunConfig, env_kwargs=TOOLQA_SMALL, num_steps=100, num_episodes=64, seed=0,
+    return run_sft(build(SFTRunConfig, model="tiny", env_kwargs=TOOLQA_SMALL, num_steps=100, num_episodes=64, seed=0,
                          output_dir=str(out), quiet=True, progress=False, tensorboard=False))
 
 
