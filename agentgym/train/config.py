@@ -26,7 +26,7 @@ from agentgym.train.distributed import launched_world_size
 
 # Per-env defaults of --env-kwargs. ToolQA's suit the built-in tiny models on CPU: single-hop
 # questions, one search then the answer, `<search>` tags, one passage per search and a one-line
-# system prompt keep an episode near 120 tokens. Other envs take their own defaults (an empty object).
+# system prompt keep an episode near 200 tokens. Other envs take their own defaults (an empty object).
 TINY_TOOLQA_PROMPT = "Search with <search>query</search>, then reply <answer>answer</answer>."
 DEFAULT_ENV_KWARGS = {
     "ToolQA-v0": {"question_kinds": ["single_hop"], "max_turns": 2, "action_format": "tags", "top_k": 1,
@@ -340,7 +340,7 @@ class EvalConfig:
 # ToolQA's: enough distinct expert episodes and steps that the tiny-wide model learns to copy a
 # name into its query and a value from the passage into its answer on tasks it never saw (about
 # 6 minutes on 2 CPU cores), from a teacher that says 60% of its answers as a sentence: the habit
-# RL then removes (docs/benchmarks.md, "Learning that shows").
+# RL then removes (docs/trainers.md, "Learning that shows").
 DEFAULT_COLD_START = {
     "*": {"cold_start_steps": 100, "cold_start_episodes": 128, "cold_start_batch_size": 16,
           "cold_start_chatty_answers": 0.0},
