@@ -12,8 +12,9 @@ steps. Each seed's cold start is built once and handed to every method as ``--mo
 own recipe mixes in judge samples, so it gets its own). A finished cell is read back and a cell
 cut short resumes from its checkpoint, so the script can be stopped and run again.
 
-Writes OUT/learning_curves.json (every curve, per-method summaries), OUT/learning_curves.md (the
-table) and OUT/learning_curves_<env>.png (mean and min-max band across seeds per method).
+Writes, per env, OUT/learning_curves_<env>.json (every curve, per-method summaries),
+OUT/learning_curves_<env>.md (the table) and OUT/learning_curves_<env>.png (mean and min-max band
+across seeds per method), so several envs can share one OUT.
 """
 
 from __future__ import annotations
@@ -224,9 +225,9 @@ def report(args) -> dict:
     md = table(args.env_id, summary)
     tag = args.env_id.replace("/", "_")
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "learning_curves.md"), "w") as f:
+    with open(os.path.join(args.out, f"learning_curves_{tag}.md"), "w") as f:
         f.write(md + "\n")
-    with open(os.path.join(args.out, "learning_curves.json"), "w") as f:
+    with open(os.path.join(args.out, f"learning_curves_{tag}.json"), "w") as f:
         json.dump({"env_id": args.env_id, "max_episodes": args.max_episodes, "eval_every": args.eval_every,
                    "eval_episodes": args.eval_episodes, "summary": summary, "cells": cells}, f, indent=1)
     if cells:

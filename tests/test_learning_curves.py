@@ -28,7 +28,7 @@ def run(out, *extra):
 @pytest.mark.slow
 def test_cells_share_a_budget_resume_and_report(tmp_path):
     summary = run(tmp_path, "--max-episodes", "12")
-    report = json.loads((tmp_path / "learning_curves.json").read_text())
+    report = json.loads((tmp_path / "learning_curves_ToolQA-v0.json").read_text())
     cells = {(c["method"], c["seed"]): c for c in report["cells"]}
     assert set(cells) == {(m, s) for m in ("grpo", "vspo", "gcd", "grpo-binary") for s in (0, 1)}
     for (method, seed), cell in cells.items():
@@ -45,7 +45,7 @@ def test_cells_share_a_budget_resume_and_report(tmp_path):
         "judge-seed0", "judge-seed1", "plain-seed0", "plain-seed1"]
     assert set(summary["methods"]) == {"grpo", "vspo", "gcd", "grpo-binary"}
     assert summary["methods"]["grpo"]["seeds"] == [0, 1]
-    md = (tmp_path / "learning_curves.md").read_text()
+    md = (tmp_path / "learning_curves_ToolQA-v0.md").read_text()
     assert [line.split(" | ")[0] for line in md.splitlines() if line.startswith("| ")] == [
         "| method", "| grpo", "| vspo", "| gcd", "| grpo-binary"]
     assert (tmp_path / "learning_curves_ToolQA-v0.png").stat().st_size > 1000

@@ -10,7 +10,7 @@ expert hook and every ``info`` key of the contract) from here:
 - ``_execute(parsed) -> Transition``: run a parsed action.
 - ``_format_error_terms()``: the PRS terms of a turn that did not parse.
 
-plus ``system_prompt``, ``tools`` and optionally ``_expert_action`` and ``_episode_metrics``.
+plus ``default_system_prompt``, ``tools`` and optionally ``_expert_action`` and ``_episode_metrics``.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ class AgentEnv(gym.Env[str, str]):
         render_mode: str | None = None,
         max_action_chars: int = 100_000,
         max_observation_chars: int = 1_000_000,
+        system_prompt: str | None = None,
     ):
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
@@ -71,6 +72,9 @@ class AgentEnv(gym.Env[str, str]):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         if max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+        if system_prompt is not None and (not isinstance(system_prompt, str) or not system_prompt.strip()):
+            raise ValueError(f"system_prompt must be a non-empty string or None, got {system_prompt!r}")
+        self._system_prompt = system_prompt
         self.max_turns = int(max_turns)
         self.reward_mode = reward_mode
         self.prs_spec = self.prs_base.with_weights(prs_weights, tau_fmt)
@@ -88,8 +92,15 @@ class AgentEnv(gym.Env[str, str]):
 
     # ----- what subclasses provide ---------------------------------------------------------
     @property
-    def system_prompt(self) -> str:
+    def default_system_prompt(self) -> str:
+        """How to act in this env: the action syntax, the tools and their schemas."""
         raise NotImplementedError
+
+    @property
+    def system_prompt(self) -> str:
+        """The ``system_prompt`` the env was made with (e.g. a one-line prompt for a tiny model),
+        else :attr:`default_system_prompt`."""
+        return self._system_prompt if self._system_prompt is not None else self.default_system_prompt
 
     @property
     def tools(self) -> list[dict]:

@@ -72,7 +72,7 @@ class TextWorldEnv(AgentEnv):
     - ``game``: a path or a list of paths to ``.z8``/``.ulx`` games (required).
     - ``max_turns`` (50), ``expert`` (``info["expert_action"]``: the next step of TextWorld's
       walkthrough policy), ``reward_mode``, ``prs_weights``, ``tau_fmt``, ``prs_stage``,
-      ``render_mode`` (``"ansi"``): see ``AgentEnv``.
+      ``render_mode`` (``"ansi"``), ``system_prompt`` (replaces the built-in one): see ``AgentEnv``.
 
     ``options={"task_id": ...}`` picks a game by index, path or file name.
 
@@ -107,7 +107,7 @@ class TextWorldEnv(AgentEnv):
         self._progress = 0.0
 
     @property
-    def system_prompt(self) -> str:
+    def default_system_prompt(self) -> str:
         return SYSTEM_PROMPT
 
     def _pick(self, task_id) -> str:

@@ -239,3 +239,18 @@ def test_loader_skips_unsolvable_movable_and_sliced_trials(tmp_path):
     os.rename(os.path.dirname(trial), os.path.dirname(trial) + "-movable")
     ids = {g.task_id for g in alf_data.find_games(str(tmp_path), "train")}
     assert len(ids) == 4 and not any("movable" in i for i in ids)
+
+
+def test_system_prompt_replaces_the_built_in_one_and_changes_nothing_else(root):
+    short = "Reply with one command: go to, take, move, open, heat, clean, cool or use."
+    env = gym.make("ALFWorld-v0", data_path=root, system_prompt=short, render_mode="ansi")
+    obs, info = env.reset(seed=0)
+    default_obs, default_info = gym.make("ALFWorld-v0", data_path=root).reset(seed=0)
+    assert info["system_prompt"] == short == env.unwrapped.system_prompt
+    assert default_info["system_prompt"] != short and "go to (receptacle)" in default_info["system_prompt"]
+    assert obs == default_obs and info["task_id"] == default_info["task_id"]
+    assert short in env.render()
+    _, _, _, _, info = env.step("look")
+    assert info["action_valid"]
+    with pytest.raises(ValueError, match="system_prompt"):
+        gym.make("ALFWorld-v0", data_path=root, system_prompt="")

@@ -108,7 +108,8 @@ class ScienceWorldEnv(AgentEnv):
     - ``java_options``: JVM options (default ``engine.DEFAULT_JAVA_OPTIONS``: ``-Xmx512m
       -XX:+UseSerialGC`` and friends); ``java_path``: the java executable.
     - ``engine_timeout``: seconds one engine call may take before the episode is truncated.
-    - ``reward_mode``, ``prs_weights``, ``tau_fmt``, ``prs_stage``, ``render_mode``: see
+    - ``reward_mode``, ``prs_weights``, ``tau_fmt``, ``prs_stage``, ``render_mode``, ``system_prompt``
+      (replaces the built-in one): see
       :class:`agentgym.envs.base.AgentEnv`.
 
     ``reset(options=...)`` accepts ``task_id`` (``"boil"`` or ``"boil/12"``, task/variation),
@@ -157,7 +158,7 @@ class ScienceWorldEnv(AgentEnv):
         self._gold_index: int | None = None
 
     @property
-    def system_prompt(self) -> str:
+    def default_system_prompt(self) -> str:
         return SYSTEM_PROMPT
 
     # ----- the engine ----------------------------------------------------------------------

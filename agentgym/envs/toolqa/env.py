@@ -56,10 +56,9 @@ class ToolQAEnv(AgentEnv):
     - ``top_k``: default passages per search (3). ``max_turns``: turn limit (10).
     - ``judge``, ``judge_kwargs``: long-form judge, ``reference`` (default), ``openai`` or ``hf``.
     - ``success_threshold``: judge score counted as success for long-form (0.75).
-    - ``system_prompt``: replaces the built-in system prompt (e.g. a short one for a tiny model);
-      it should still say how to act.
     - plus the shared ones: ``reward_mode``, ``prs_weights``, ``tau_fmt``, ``prs_stage``, ``expert``,
-      ``render_mode``.
+      ``render_mode``, ``system_prompt`` (replaces the built-in system prompt, e.g. a short one for
+      a tiny model; it should still say how to act).
 
     ## Version History
     - v0: initial release.
@@ -77,11 +76,8 @@ class ToolQAEnv(AgentEnv):
                  dataset: str | Mapping[str, str] | None = None, corpus: str | None = None,
                  action_format: str = "json", top_k: int = 3, max_turns: int = 10,
                  judge: Any = "reference", judge_kwargs: Mapping[str, Any] | None = None,
-                 success_threshold: float = 0.75, system_prompt: str | None = None, **kwargs):
+                 success_threshold: float = 0.75, **kwargs):
         super().__init__(max_turns=max_turns, **kwargs)
-        if system_prompt is not None and (not isinstance(system_prompt, str) or not system_prompt.strip()):
-            raise ValueError(f"system_prompt must be a non-empty string or None, got {system_prompt!r}")
-        self._system_prompt = system_prompt
         if answer_form not in ("short", "long"):
             raise ValueError(f"answer_form must be 'short' or 'long', got {answer_form!r}")
         if action_format not in ("json", "tags"):
@@ -115,9 +111,7 @@ class ToolQAEnv(AgentEnv):
         return [SEARCH] if self.action_format == "tags" else ALL_TOOLS
 
     @property
-    def system_prompt(self) -> str:
-        if self._system_prompt is not None:
-            return self._system_prompt
+    def default_system_prompt(self) -> str:
         answer_rule = ("Answer in a short paragraph that states every fact asked for." if self.answer_form == "long"
                        else "Answer with just the answer: a name, a number or a short phrase.")
         if self.action_format == "tags":
