@@ -21,10 +21,13 @@ import numpy as np
 
 def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, split: str | None = "test",
              num_episodes: int = 64, batch_size: int = 16, seed: int = 0, sampling=None,
-             window: int | None = None, prs_stage: float | None = None) -> dict[str, Any]:
+             window: int | None = None, prs_stage: float | None = None,
+             system_prompt_hook=None) -> dict[str, Any]:
     """Play ``num_episodes`` episodes with ``policy`` and summarize them.
 
     Episode k is the task ``reset(seed=seed + k)`` picks, so results are comparable across models.
+    ``system_prompt_hook`` rewrites each episode's system prompt, as a trainer's extensions do in
+    training (GCD's "Common mistakes" list).
     """
     from agentgym.train.envs import ListEnvBatch
     from agentgym.train.rollout import RolloutConfig, collect_episodes
@@ -41,7 +44,7 @@ def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, spli
     try:
         for start in range(0, num_episodes, batch_size):
             seeds = [seed + k for k in range(start, start + batch_size)]
-            got, _ = collect_episodes(envs, policy, None, seeds, cfg, sampling, options)
+            got, _ = collect_episodes(envs, policy, None, seeds, cfg, sampling, options, system_prompt_hook)
             episodes += got[: num_episodes - start]
     finally:
         envs.close()
@@ -61,24 +64,40 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
     """The module docstring as written, and every option's default."""
 
 
+def _trainer_extra(model_dir: str) -> dict[str, Any]:
+    """The ``extra`` record of a trainer checkpoint's ``trainer_state.pt`` ({} for any other directory)."""
+    import os
+
+    state = os.path.join(str(model_dir), "trainer_state.pt")
+    if not os.path.isfile(state):
+        return {}
+    import torch
+
+    return torch.load(state, map_location="cpu", weights_only=False).get("extra", {})
+
+
+def trained_mistakes(model_dir: str) -> list[str]:
+    """The GCD "Common mistakes" list a checkpoint was trained with (empty when there is none, or
+    when the run had ``--no-gcd.correction``): evaluation puts it in the system prompt, as
+    training did."""
+    extra = _trainer_extra(model_dir)
+    if not extra.get("config", {}).get("gcd", {}).get("correction", False):
+        return []
+    return list(extra.get("extension", {}).get("gcd", {}).get("correction", {}).get("mistakes", []))
+
+
 def trained_env_kwargs(model_dir: str, env_id: str) -> dict[str, Any]:
     """The env kwargs a trainer checkpoint was trained with on ``env_id`` (reward mode aside), or
     the per-env defaults the trainers use when the directory holds no such record."""
-    import os
-
     from agentgym.train.config import default_env_kwargs
 
-    state = os.path.join(str(model_dir), "trainer_state.pt")
-    if os.path.isfile(state):
-        import torch
+    env = _trainer_extra(model_dir).get("config", {}).get("env", {})
+    if env.get("env_id") == env_id:
+        from agentgym.train.config import EnvConfig
 
-        env = torch.load(state, map_location="cpu", weights_only=False).get("extra", {}).get("config", {}).get("env", {})
-        if env.get("env_id") == env_id:
-            from agentgym.train.config import EnvConfig
-
-            kwargs = EnvConfig(env_id=env_id, env_kwargs=env.get("env_kwargs")).kwargs()
-            kwargs.pop("reward_mode", None)
-            return kwargs
+        kwargs = EnvConfig(env_id=env_id, env_kwargs=env.get("env_kwargs")).kwargs()
+        kwargs.pop("reward_mode", None)
+        return kwargs
     return default_env_kwargs(env_id)
 
 
@@ -124,8 +143,17 @@ def main(argv: list[str] | None = None) -> int:
         policy = HFPolicy(load_model(path, device, trainable=False), load_tokenizer(path), sampling)
     env_kwargs = (parse_env_kwargs(args.env_kwargs) if args.env_kwargs is not None
                   else trained_env_kwargs(args.model, args.env_id))
-    result = evaluate(policy, args.env_id, env_kwargs, args.split or None,
-                      args.num_episodes, args.batch_size, args.seed, sampling, args.window, args.prs_stage)
+    mistakes = [] if args.base_url else trained_mistakes(args.model)
+    hook = None
+    if mistakes:
+        import functools
+
+        from agentgym.train.gcd.correction import inject_mistakes
+
+        print(f"system prompt: the checkpoint's GCD \"Common mistakes\" list ({len(mistakes)} items) appended")
+        hook = functools.partial(inject_mistakes, mistakes=mistakes)
+    result = evaluate(policy, args.env_id, env_kwargs, args.split or None, args.num_episodes, args.batch_size,
+                      args.seed, sampling, args.window, args.prs_stage, system_prompt_hook=hook)
     print(f"{args.env_id} [{result['split']}] {result['num_episodes']} episodes: "
           f"success {result['success_rate']:.3f}  PRS return {result['prs_return']:.3f}")
     print("terms: " + "  ".join(f"{k} {v:.3f}" for k, v in result["terms"].items()))

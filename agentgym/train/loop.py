@@ -61,10 +61,12 @@ def cold_start(config: TrainConfig) -> str:
     return sft.run_sft(sft_cfg)
 
 
-def run_eval(config: TrainConfig, policy, env_kwargs: dict) -> dict:
+def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=None) -> dict:
     """Success rate and PRS return of the current policy on held-out tasks (the same tasks and
     sampling seed every time; the run's random streams are left as they were). The return is the
-    PRS return even when training uses ``--reward-mode binary``, so runs compare on one scale."""
+    PRS return even when training uses ``--reward-mode binary``, so runs compare on one scale.
+    ``system_prompt_hook``: the extensions' system-prompt rewrite, so the policy is evaluated with
+    the prompt it is trained with (GCD's current "Common mistakes" list)."""
     import torch
 
     from agentgym.agents import SamplingConfig
@@ -79,7 +81,7 @@ def run_eval(config: TrainConfig, policy, env_kwargs: dict) -> dict:
         e = config.eval
         return evaluate(policy, config.env.env_id, {**env_kwargs, "reward_mode": "prs"}, e.eval_split, e.eval_episodes,
                         batch_size=min(32, e.eval_episodes), seed=e.eval_seed, sampling=sampling,
-                        window=r.window if r.layout == "window" else None)
+                        window=r.window if r.layout == "window" else None, system_prompt_hook=system_prompt_hook)
     finally:
         set_rng_state(saved)
 
@@ -226,7 +228,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     def evaluate_held_out() -> dict:
         # on rank 0 (FSDP: on gathered weights), the result broadcast to every rank
         with fsdp.gathered(model):
-            res = run_eval(config, policy, env_kwargs) if dist.is_main else None
+            res = run_eval(config, policy, env_kwargs, ext.system_prompt) if dist.is_main else None
         return dist.broadcast(res)
 
     if config.eval.eval_episodes > 0 and "before" not in evaluation:

@@ -129,3 +129,41 @@ def test_cold_start_mixes_balanced_judge_samples_and_keeps_the_old_recipe_withou
     final = run_sft(cfg)
     assert read_record(final)["recipe"]["sft"]["judge_samples"] == 8
     assert "8 judge samples (4 good, 4 bad" in capsys.readouterr().out
+
+
+def test_held_out_evaluation_and_agentgym_eval_use_the_trained_list(tmp_path, capsys):
+    from agentgym.agents import Completion, Policy, SamplingConfig
+    from agentgym.train import loop
+    from agentgym.train.evaluate import evaluate, main as eval_main, trained_mistakes
+
+    class SeesPrompts(Policy):
+        sampling = SamplingConfig(max_new_tokens=4)
+        seen: list[str] = []
+
+        def generate(self, prompts, sampling=None):
+            self.seen += [p[0]["content"] for p in prompts]
+            return [Completion(text="<answer>x</answer>") for _ in prompts]
+
+    cfg = small_config(tmp_path, cls=gcd.GCDTrainConfig, num_steps=1, save_every=1, gcd=JUDGE)
+    gcd.main(cfg)
+    ckpt = str(tmp_path / "run" / "checkpoints" / "step_1")
+    assert trained_mistakes(ckpt) == ["the action was invalid"]
+    # the trainer's held-out evaluation passes the extensions' rewrite down to every episode
+    from agentgym.train.extensions import GCD, GCDConfig
+
+    ext = GCD(GCDConfig(**JUDGE))
+    ext.correction.update(1, trained_mistakes(ckpt))
+    policy = SeesPrompts()
+    loop.run_eval(build(gcd.GCDTrainConfig, _default=cfg, eval_episodes=2), policy, json.loads(TOOLQA_SMALL),
+                  ext.system_prompt)
+    assert len(policy.seen) >= 2 and all(f"{MISTAKES_HEADER}\n- the action was invalid" in p for p in policy.seen)
+    policy.seen = []
+    evaluate(policy, "ToolQA-v0", json.loads(TOOLQA_SMALL), "valid", num_episodes=2)
+    assert policy.seen and not any(MISTAKES_HEADER in p for p in policy.seen)
+    # agentgym eval on the checkpoint says it appends the list (a run without correction has none)
+    assert eval_main(["--model", ckpt, "--split", "valid", "--num-episodes", "2", "--max-new-tokens", "4"]) == 0
+    assert "GCD \"Common mistakes\" list (1 items) appended" in capsys.readouterr().out
+    off = small_config(tmp_path / "off", cls=gcd.GCDTrainConfig, num_steps=1, save_every=1,
+                       gcd={**JUDGE, "correction": False})
+    gcd.main(off)
+    assert trained_mistakes(str(tmp_path / "off" / "run" / "checkpoints" / "step_1")) == []
