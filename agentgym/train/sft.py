@@ -161,7 +161,7 @@ def run_sft(cfg: SFTRunConfig) -> str:
     from agentgym.train.chat import ChatEncoder
     from agentgym.train.metrics import MetricsLogger
     from agentgym.train.setup import load_model, load_tokenizer, resolve_device, seed_everything
-    from agentgym.train.update import autocast_context, pad_batch
+    from agentgym.train.update import autocast_context, masked_next_token_logits, pad_batch
 
     # ----- setup -----
     device = resolve_device(cfg.model.device)
@@ -208,13 +208,11 @@ def run_sft(cfg: SFTRunConfig) -> str:
         for j in range(0, len(batch), cfg.sft.micro_batch_size):
             b = pad_batch(batch[j:j + cfg.sft.micro_batch_size], tokenizer.pad_token_id, device)
             with autocast_context(device, bf16):
-                logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits[:, :-1].float()
-            targets = b["input_ids"][:, 1:]
-            nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
-            loss = (nll * b["loss_mask"]).sum() / max(n_tokens, 1)
+                logits, targets = masked_next_token_logits(model, b["input_ids"], b["attention_mask"], b["loss_mask"])
+            loss = torch.nn.functional.cross_entropy(logits, targets, reduction="sum") / max(n_tokens, 1)
             loss.backward()
             total += float(loss.detach())
-            correct += float(((logits.argmax(-1) == targets).float() * b["loss_mask"]).sum())
+            correct += float((logits.argmax(-1) == targets).sum())
         if cfg.sft.max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.sft.max_grad_norm)
         optimizer.step()

@@ -66,6 +66,52 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     return picked - torch.logsumexp(logits, dim=-1)
 
 
+def plain_head(model) -> bool:
+    """Whether the model's logits are its output layer applied to its decoder's last hidden state,
+    so the logits of a few positions can be computed alone. Checked once, numerically, on a short
+    input (and cached on the model): a model that post-processes its logits (soft-capping, a logit
+    scale) fails the check and keeps the full forward.
+    """
+    cached = getattr(model, "_agentgym_plain_head", None)
+    if cached is not None:
+        return cached
+    ok = False
+    if not is_sharded(model):
+        try:
+            decoder, head = model.get_decoder(), model.get_output_embeddings()
+            if decoder is not None and head is not None and decoder is not model:
+                device = next(model.parameters()).device
+                ids = torch.arange(1, 9, device=device).unsqueeze(0) % model.config.vocab_size
+                was_training = model.training
+                model.eval()
+                with torch.no_grad():
+                    full = model(input_ids=ids, use_cache=False).logits.float()
+                    mine = head(decoder(input_ids=ids, use_cache=False).last_hidden_state).float()
+                model.train(was_training)
+                ok = full.shape == mine.shape and bool(torch.allclose(full, mine, atol=1e-4, rtol=1e-4))
+        except (AttributeError, TypeError, NotImplementedError):
+            ok = False
+    model._agentgym_plain_head = ok
+    return ok
+
+
+def masked_next_token_logits(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                             loss_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The next-token logits (float32, ``[n, vocab]``) of the positions ``loss_mask`` keeps, and
+    their targets (``[n]``). With a :func:`plain_head` only those positions go through the output
+    layer: on a small model with a large vocabulary that layer is most of a training step, and in
+    SFT most positions are prompt and observation tokens that carry no loss.
+    """
+    keep = loss_mask.bool()
+    targets = input_ids[:, 1:][keep]
+    if plain_head(model):
+        hidden = model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
+                                     use_cache=False).last_hidden_state[:, :-1]
+        return model.get_output_embeddings()(hidden[keep]).float(), targets
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits[:, :-1]
+    return logits[keep].float(), targets
+
+
 def autocast_context(device, bf16: bool):
     if bf16 and torch.device(device).type == "cuda":
         return torch.autocast("cuda", dtype=torch.bfloat16)
