@@ -12,6 +12,7 @@ as JSON.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from typing import Any
@@ -64,8 +65,11 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
     """The module docstring as written, and every option's default."""
 
 
+@functools.lru_cache(maxsize=4)
 def _trainer_extra(model_dir: str) -> dict[str, Any]:
-    """The ``extra`` record of a trainer checkpoint's ``trainer_state.pt`` ({} for any other directory)."""
+    """The ``extra`` record of a trainer checkpoint's ``trainer_state.pt`` ({} for any other
+    directory), read once per directory: the file also holds the optimizer state, which can be
+    large. Callers only read it."""
     import os
 
     state = os.path.join(str(model_dir), "trainer_state.pt")
@@ -146,8 +150,6 @@ def main(argv: list[str] | None = None) -> int:
     mistakes = [] if args.base_url else trained_mistakes(args.model)
     hook = None
     if mistakes:
-        import functools
-
         from agentgym.train.gcd.correction import inject_mistakes
 
         print(f"system prompt: the checkpoint's GCD \"Common mistakes\" list ({len(mistakes)} items) appended")

@@ -84,10 +84,12 @@ def plain_head(model) -> bool:
                 ids = torch.arange(1, 9, device=device).unsqueeze(0) % model.config.vocab_size
                 was_training = model.training
                 model.eval()
-                with torch.no_grad():
-                    full = model(input_ids=ids, use_cache=False).logits.float()
-                    mine = head(decoder(input_ids=ids, use_cache=False).last_hidden_state).float()
-                model.train(was_training)
+                try:
+                    with torch.no_grad():
+                        full = model(input_ids=ids, use_cache=False).logits.float()
+                        mine = head(decoder(input_ids=ids, use_cache=False).last_hidden_state).float()
+                finally:
+                    model.train(was_training)
                 ok = full.shape == mine.shape and bool(torch.allclose(full, mine, atol=1e-4, rtol=1e-4))
         except (AttributeError, TypeError, NotImplementedError):
             ok = False

@@ -83,8 +83,8 @@ class ALFWorldEnv(AgentEnv):
       :mod:`agentgym.envs.alfworld.levels`). ``reset(options={"split": ...})`` overrides it.
     - ``task_types``: task type names or alfworld's ids 1-6 to keep (default all six).
     - ``max_turns`` (50), ``expert`` (``info["expert_action"]`` from the planner), ``reward_mode``,
-      ``prs_weights``, ``tau_fmt``, ``prs_stage``, ``render_mode`` (``"ansi"``), ``system_prompt`` (replaces the built-in
-      one): see ``AgentEnv``.
+      ``prs_weights``, ``tau_fmt``, ``prs_stage``, ``render_mode`` (``"ansi"``), ``system_prompt``
+      (replaces the built-in one): see ``AgentEnv``.
 
     ``reset(seed=s)`` picks the game with ``self.np_random`` (same seed, same game and
     observations); ``options={"task_id": ...}`` picks one by id (``<task folder>/<trial>``) or index.
