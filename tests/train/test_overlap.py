@@ -71,7 +71,10 @@ def test_overlapped_plays_the_same_episodes_as_lockstep(varied_tiny, backend, la
         over, over_stats = play(envs, varied_tiny, "overlapped", layout, third[0])
     finally:
         envs.close()
-    assert sorted({len(ep.turns) for ep in lock}) == [2, 3]
+    # ragged: the groups cut at the limit stop after 2 turns, the others play on (3 or 4 turns:
+    # a window prompt can shrink again on turn 4, so which depends on the greedy completions)
+    lengths = sorted({len(ep.turns) for ep in lock})
+    assert lengths[0] == 2 and len(lengths) > 1, lengths
     assert len({tuple(ep.actions) for ep in lock}) == len(SEEDS)  # each group plays its own way
     assert [record(ep) for ep in over] == [record(ep) for ep in lock]
     for a, b in zip(over, lock):
