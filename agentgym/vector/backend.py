@@ -18,11 +18,14 @@ on.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import gymnasium as gym
 
-from agentgym.vector.host import DEFAULT_STICKY_CALLS, EnvFactory, EnvHost, Job, Result, StickyState
+from agentgym.vector.host import EnvFactory, EnvHost, Job, Result, StickyState
+
+if TYPE_CHECKING:
+    from agentgym.vector.options import BackendOptions, SyncOptions
 
 
 class VectorEnvClosedError(gym.error.ClosedEnvironmentError, RuntimeError):
@@ -31,16 +34,18 @@ class VectorEnvClosedError(gym.error.ClosedEnvironmentError, RuntimeError):
 
 
 class Backend(ABC):
-    """Base class of the ``sync``, ``process`` and ``ray`` backends."""
+    """Base class of the ``sync``, ``process`` and ``ray`` backends. Each is built from its options
+    object (:mod:`agentgym.vector.options`), which has checked every setting."""
 
     name: str = "base"
 
-    def __init__(self, factory: EnvFactory, num_envs: int, sticky_calls: Sequence[str] = DEFAULT_STICKY_CALLS):
+    def __init__(self, factory: EnvFactory, num_envs: int, options: "BackendOptions"):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.factory = factory
         self.num_envs = int(num_envs)
-        self.sticky_calls = tuple(sticky_calls)
+        self.options = options
+        self.sticky_calls = tuple(options.sticky_calls)
         # The parent's copy of every env's sticky state, handed to a worker when it is restarted.
         self.sticky = [StickyState() for _ in range(self.num_envs)]
         self.env_description: dict[str, Any] = {}
@@ -139,8 +144,8 @@ class SyncBackend(Backend):
 
     name = "sync"
 
-    def __init__(self, factory: EnvFactory, num_envs: int, sticky_calls: Sequence[str] = DEFAULT_STICKY_CALLS):
-        super().__init__(factory, num_envs, sticky_calls)
+    def __init__(self, factory: EnvFactory, num_envs: int, options: "SyncOptions"):
+        super().__init__(factory, num_envs, options)
         self.host = EnvHost(factory, list(range(self.num_envs)), sticky_calls=self.sticky_calls)
         self.env_description = self.host.describe_env()
         self.queue: dict[int, Job] = {}  # submitted, not run yet: run by poll, in order

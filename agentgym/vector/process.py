@@ -25,10 +25,11 @@ import signal
 import time
 import weakref
 from collections import deque
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from agentgym.vector.backend import Backend
-from agentgym.vector.host import DEFAULT_STICKY_CALLS, EnvFactory, Job, Result
+from agentgym.vector.host import EnvFactory, Job, Result
+from agentgym.vector.options import ProcessOptions
 from agentgym.vector.worker import worker_main
 
 _LIVE_BACKENDS: "weakref.WeakSet[ProcessBackend]" = weakref.WeakSet()
@@ -151,23 +152,12 @@ class WorkerFailure(RuntimeError):
 class ProcessBackend(Backend):
     name = "process"
 
-    def __init__(
-        self,
-        factory: EnvFactory,
-        num_envs: int,
-        *,
-        envs_per_worker: int = 1,
-        context: str | None = None,
-        startup_timeout: float | None = 600.0,
-        sticky_calls: Sequence[str] = DEFAULT_STICKY_CALLS,
-    ):
-        super().__init__(factory, num_envs, sticky_calls)
-        if envs_per_worker < 1:
-            raise ValueError(f"envs_per_worker must be >= 1, got {envs_per_worker}")
-        self.envs_per_worker = int(envs_per_worker)
-        self.context_name = context or default_start_method()
+    def __init__(self, factory: EnvFactory, num_envs: int, options: ProcessOptions):
+        super().__init__(factory, num_envs, options)
+        self.envs_per_worker = options.envs_per_worker
+        self.context_name = options.mp_context or default_start_method()
         self.ctx = mp.get_context(self.context_name)
-        self.startup_timeout = startup_timeout
+        self.startup_timeout = options.startup_timeout
         self.closed = False
         self.restarts = 0
         self.workers: list[_Worker] = []

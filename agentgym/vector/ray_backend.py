@@ -4,24 +4,21 @@ Each actor holds ``envs_per_worker`` envs in an :class:`~agentgym.vector.host.En
 out to every actor before any result is awaited. An actor that dies (``RayActorError``) or does not
 answer within the step (or reset) timeout is killed and replaced; its envs get fault results.
 
-Ray is initialised on first use if the program has not done so (``ray_init_kwargs`` are passed to
-``ray.init``), and shut down again at ``close()`` only if this backend started it.
+Ray is initialised on first use if the program has not done so (with ``RayOptions.init_kwargs``),
+and shut down again at ``close()`` only if this backend started it.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from gymnasium.error import DependencyNotInstalled
 
 from agentgym.vector.backend import Backend
-from agentgym.vector.host import DEFAULT_STICKY_CALLS, EnvFactory, EnvHost, Job, Result, describe
-
-# Actors mostly wait on their engines; by default they do not reserve a whole CPU each, so a
-# laptop-sized local Ray can hold many. Pass ray_actor_options={"num_cpus": 1} on a cluster.
-DEFAULT_ACTOR_OPTIONS = {"num_cpus": 0, "max_restarts": 0}
+from agentgym.vector.host import EnvFactory, EnvHost, Job, Result, describe
+from agentgym.vector.options import RayOptions
 
 
 def _import_ray():
@@ -37,27 +34,16 @@ def _import_ray():
 class RayBackend(Backend):
     name = "ray"
 
-    def __init__(
-        self,
-        factory: EnvFactory,
-        num_envs: int,
-        *,
-        envs_per_worker: int = 1,
-        ray_actor_options: Mapping[str, Any] | None = None,
-        ray_init_kwargs: Mapping[str, Any] | None = None,
-        startup_timeout: float | None = 600.0,
-        sticky_calls: Sequence[str] = DEFAULT_STICKY_CALLS,
-    ):
-        super().__init__(factory, num_envs, sticky_calls)
+    def __init__(self, factory: EnvFactory, num_envs: int, options: RayOptions):
+        super().__init__(factory, num_envs, options)
         ray = self.ray = _import_ray()
-        if envs_per_worker < 1:
-            raise ValueError(f"envs_per_worker must be >= 1, got {envs_per_worker}")
+        envs_per_worker = options.envs_per_worker
         self.owns_ray = False
         if not ray.is_initialized():
-            ray.init(**{"include_dashboard": False, "log_to_driver": False, **dict(ray_init_kwargs or {})})
+            ray.init(**options.init_kwargs)
             self.owns_ray = True
-        self.actor_cls = ray.remote(EnvHost).options(**{**DEFAULT_ACTOR_OPTIONS, **dict(ray_actor_options or {})})
-        self.startup_timeout = startup_timeout
+        self.actor_cls = ray.remote(EnvHost).options(**options.actor_options)
+        self.startup_timeout = options.startup_timeout
         self.closed = False
         self.restarts = 0
         self.actors: list[Any] = []
@@ -77,7 +63,7 @@ class RayBackend(Backend):
             self.fresh.append(True)
             self.queues.append(deque())
         try:
-            descriptions = ray.get([a.describe_env.remote() for a in self.actors], timeout=startup_timeout)
+            descriptions = ray.get([a.describe_env.remote() for a in self.actors], timeout=self.startup_timeout)
         except BaseException:
             self.close()
             raise

@@ -14,9 +14,9 @@ What it adds to Gymnasium's ``VectorEnv`` contract (docs/vector.md has the long 
   ``reset(options={"reset_mask": mask})`` resets a subset. ``autoreset_mode`` NEXT_STEP and
   SAME_STEP behave as in Gymnasium.
 - **Faults.** A fault (the env raised, its worker died or hung past ``step_timeout`` or
-  ``reset_timeout``) ends that
-  env's episode as truncated with ``info["error"]``; the backend restarts what it must and the
-  rest of the batch is untouched.
+  ``reset_timeout``, :class:`~agentgym.vector.options.WorkerOptions`) ends that env's episode as
+  truncated with ``info["error"]``; the backend restarts what it must and the rest of the batch is
+  untouched.
 - **Ready-first.** Besides lockstep ``step()``, ``send(actions, env_ids)`` / ``send_reset(env_ids)``
   start work on some envs and return at once, and ``recv(min_envs)`` returns whichever envs are
   done, so a slow reset or a hung engine holds up no one (EnvPool's async pattern).
@@ -32,18 +32,14 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from agentgym.vector.backend import Backend, SyncBackend, VectorEnvClosedError
-from agentgym.vector.host import DEFAULT_STICKY_CALLS, EnvFactory
+from agentgym.vector.backend import Backend, VectorEnvClosedError
+from agentgym.vector.host import EnvFactory
 from agentgym.vector.infos import batch_infos
+from agentgym.vector.options import BackendOptions, WorkerOptions, backend_options
 
-BACKENDS = ("sync", "process", "ray")
 _SEED_SPACE = 2**31
 # Options that pick one particular task: not carried over to the automatic resets that follow.
 _ONE_EPISODE_OPTIONS = ("task_id",)
-# A reset loads a game or a task into a running engine: under a second for ALFWorld, seconds for a
-# ScienceWorld gold path, a JVM start when a faulted env is rebuilt. A minute is generous on a busy
-# machine yet does not leave a hung reset holding the batch for the startup timeout.
-DEFAULT_RESET_TIMEOUT = 60.0
 
 
 class ReadyBatch(NamedTuple):
@@ -66,22 +62,15 @@ class AgentVectorEnv(VectorEnv):
         env: a registered env id, or a picklable callable that returns a new env.
         num_envs: how many envs; a multiple of ``group_size``.
         group_size: envs per group (G in GRPO). Each group plays one task per episode.
-        backend: ``"sync"`` (in this process), ``"process"`` (worker processes) or ``"ray"``.
+        backend: where the envs run and how they are guarded: a :class:`SyncOptions` (in this
+            process, the default), :class:`ProcessOptions` (worker processes) or :class:`RayOptions`
+            (Ray actors) from :mod:`agentgym.vector.options`, or the backend's name.
         env_kwargs: keyword arguments for every env.
         autoreset_mode: ``AutoresetMode.DISABLED`` (default), ``NEXT_STEP`` or ``SAME_STEP``.
-        step_timeout: seconds a worker may take for one batch of steps before it is killed and
-            its envs truncated (``process`` and ``ray``; None waits forever).
-        reset_timeout: seconds a worker may take for one batch of resets (``process`` and ``ray``;
-            None waits forever). A worker that is still building its envs gets ``startup_timeout``
-            on top.
-        startup_timeout: seconds a worker may take to build its envs, and the limit for
-            ``call``/``get_attr``/``set_attr``.
-        envs_per_worker: envs each worker process or actor holds (``process`` and ``ray``).
-        mp_context: multiprocessing start method of the ``process`` backend (default: ``"fork"`` where the
-            platform has it, else ``"spawn"``; pass ``"spawn"`` from a program that runs threads).
-        ray_actor_options: options for each Ray actor, e.g. ``{"num_cpus": 1}``.
-        ray_init_kwargs: passed to ``ray.init`` when Ray is not initialised yet.
-        sticky_calls: methods whose calls are replayed onto an env rebuilt after a fault.
+        **backend_keywords: with a backend name, its options as keywords (``envs_per_worker``,
+            ``step_timeout``, ``reset_timeout``, ``startup_timeout``, ``mp_context``,
+            ``ray_actor_options``, ``ray_init_kwargs``, ``sticky_calls``); see
+            :func:`~agentgym.vector.options.backend_options`.
     """
 
     def __init__(
@@ -90,17 +79,10 @@ class AgentVectorEnv(VectorEnv):
         num_envs: int,
         *,
         group_size: int = 1,
-        backend: str = "sync",
+        backend: str | BackendOptions = "sync",
         env_kwargs: dict[str, Any] | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.DISABLED,
-        step_timeout: float | None = 300.0,
-        reset_timeout: float | None = DEFAULT_RESET_TIMEOUT,
-        startup_timeout: float | None = 600.0,
-        envs_per_worker: int = 1,
-        mp_context: str | None = None,
-        ray_actor_options: dict[str, Any] | None = None,
-        ray_init_kwargs: dict[str, Any] | None = None,
-        sticky_calls: Sequence[str] = DEFAULT_STICKY_CALLS,
+        **backend_keywords: Any,
     ):
         if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
@@ -108,45 +90,25 @@ class AgentVectorEnv(VectorEnv):
             raise ValueError(f"group_size must be a positive int, got {group_size!r}")
         if num_envs % group_size:
             raise ValueError(f"num_envs ({num_envs}) must be a multiple of group_size ({group_size})")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        if mp_context is not None and backend != "process":
-            raise ValueError(f"mp_context applies to the 'process' backend only, not {backend!r}")
-        if (ray_actor_options or ray_init_kwargs) and backend != "ray":
-            raise ValueError(f"ray_actor_options / ray_init_kwargs apply to the 'ray' backend only, not {backend!r}")
-        if envs_per_worker != 1 and backend == "sync":
-            raise ValueError("envs_per_worker applies to the 'process' and 'ray' backends, not 'sync'")
-        for name, value in (("step_timeout", step_timeout), ("reset_timeout", reset_timeout)):
-            if value is not None and value <= 0:
-                raise ValueError(f"{name} must be positive or None, got {value}")
+        options = backend_options(backend, **backend_keywords)
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.num_envs = int(num_envs)
         self.group_size = int(group_size)
         self.num_groups = self.num_envs // self.group_size
-        self.step_timeout = step_timeout
-        self.reset_timeout = reset_timeout
-        self.startup_timeout = startup_timeout
-        self.backend_name = backend
+        self.backend_options = options
+        self.backend_name = options.name
+        # The sync backend cannot interrupt a call: its jobs run without a timeout.
+        workers = options if isinstance(options, WorkerOptions) else None
+        self.step_timeout = workers.step_timeout if workers else None
+        self.reset_timeout = workers.reset_timeout if workers else None
+        self.startup_timeout = workers.startup_timeout if workers else None
 
         env_kwargs = dict(env_kwargs or {})
         if isinstance(env, str):
             factory = EnvFactory.from_id(env, **env_kwargs)
         else:
             factory = EnvFactory(env_fn=env, kwargs=env_kwargs)
-        if backend == "sync":
-            self.backend: Backend = SyncBackend(factory, self.num_envs, sticky_calls)
-        elif backend == "process":
-            from agentgym.vector.process import ProcessBackend
-
-            self.backend = ProcessBackend(factory, self.num_envs, envs_per_worker=envs_per_worker,
-                                          context=mp_context, startup_timeout=startup_timeout,
-                                          sticky_calls=sticky_calls)
-        else:
-            from agentgym.vector.ray_backend import RayBackend
-
-            self.backend = RayBackend(factory, self.num_envs, envs_per_worker=envs_per_worker,
-                                      ray_actor_options=ray_actor_options, ray_init_kwargs=ray_init_kwargs,
-                                      startup_timeout=startup_timeout, sticky_calls=sticky_calls)
+        self.backend: Backend = options.build(factory, self.num_envs)
 
         described = self.backend.env_description
         self.single_observation_space = described["observation_space"]

@@ -8,7 +8,7 @@ import gymnasium as gym
 import pytest
 
 import agentgym
-from agentgym.vector import make_vec
+from agentgym.vector import ProcessOptions, make_vec
 from processes import java_children, wait_gone
 
 
@@ -43,9 +43,15 @@ def test_toolqa_groups_and_backends_agree():
     sync.close()
     obs, keys = expected[0], expected[1]
     assert obs[0] == obs[1] and keys[0] == keys[1] and keys[0] != keys[2]
-    proc = make_vec("ToolQA-v0", 4, group_size=2, backend="process", expert=True)
-    assert _expert_rollout(proc) == expected
-    proc.close()
+    # the options object, and the keyword spelling of the same options
+    for backend, keywords in ((ProcessOptions(envs_per_worker=2, step_timeout=60), {}),
+                              ("process", {"envs_per_worker": 2, "step_timeout": 60})):
+        proc = make_vec("ToolQA-v0", 4, group_size=2, backend=backend, expert=True, **keywords)
+        try:
+            assert proc.backend_options == ProcessOptions(envs_per_worker=2, step_timeout=60)
+            assert _expert_rollout(proc) == expected
+        finally:
+            proc.close()
 
 
 @_needs("ToolQA-v0")
