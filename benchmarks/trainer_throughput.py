@@ -45,18 +45,21 @@ def _grpo_batch(model, tokenizer, groups, group_size, max_new_tokens, layout="co
     from agentgym.agents import HFPolicy, SamplingConfig
     from agentgym.train.advantages import group_advantages
     from agentgym.train.chat import ChatEncoder
-    from agentgym.train.envs import ListEnvBatch
     from agentgym.train.rollout import RolloutConfig, collect_episodes
     from agentgym.train.samples import episode_samples
-    from agentgym.train.setup import task_seed
+    from agentgym.train.setup import make_env_batch, task_seed
 
     sampling = SamplingConfig(max_new_tokens=max_new_tokens)
-    envs = ListEnvBatch("ToolQA-v0", groups, group_size, env_kwargs or ENV_KWARGS)
+    envs = make_env_batch("ToolQA-v0", groups, group_size, "sync", env_kwargs or ENV_KWARGS)
     policy = HFPolicy(model, tokenizer, sampling)
     t0 = time.perf_counter()
-    episodes, timing = collect_episodes(envs, policy, ChatEncoder(tokenizer), [task_seed(seed, g) for g in range(groups)],
-                                        RolloutConfig(layout=layout), sampling)
-    rollout_s = time.perf_counter() - t0
+    try:
+        episodes, timing = collect_episodes(envs, policy, ChatEncoder(tokenizer),
+                                            [task_seed(seed, g) for g in range(groups)], RolloutConfig(layout=layout),
+                                            sampling)
+        rollout_s = time.perf_counter() - t0
+    finally:
+        envs.close()
     adv = group_advantages([e.ret for e in episodes], [e.group for e in episodes])
     samples = episode_samples(episodes, adv, layout)
     gen = sum(e.num_generated_tokens for e in episodes)
@@ -308,9 +311,12 @@ def _overlap_on(env_id, policy, tok, args):
     from agentgym.train.chat import ChatEncoder
     from agentgym.train.rollout import RolloutConfig, collect_episodes
     from agentgym.train.setup import make_env_batch, task_seed
+    from agentgym.vector import ProcessOptions
 
     modes = ("lockstep", "overlapped")
-    envs = make_env_batch(env_id, args.overlap_envs // 2, 2, "process", {"max_turns": args.overlap_max_turns})
+    # spawned workers, as the trainers' --backend process runs them
+    envs = make_env_batch(env_id, args.overlap_envs // 2, 2, ProcessOptions(mp_context="spawn"),
+                          {"max_turns": args.overlap_max_turns})
     reset_groups, reset_s = envs.reset_groups, []
 
     def timed_reset(*a, **k):  # the reset is the same in both modes: timed to be set apart

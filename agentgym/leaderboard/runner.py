@@ -23,6 +23,7 @@ from agentgym.leaderboard.calls import Failure, call_agent
 from agentgym.leaderboard.plan import agent_env_kwargs
 from agentgym.leaderboard.store import Block, RunDir, append_record, episode_key
 from agentgym.prompts import MAX_ACTION_CHARS, check_max_action_chars, cut_action, observations_carry_history
+from agentgym.vector.options import WorkerOptions
 
 MAX_TRANSCRIPT_CHARS = 20_000
 """Longest observation or action kept in a transcript (the rest is cut, with a note)."""
@@ -38,7 +39,7 @@ class RunnerConfig:
     """``sync``, ``process`` or ``ray``; None: ``process`` for the engines, ``sync`` for ToolQA."""
     agent_timeout: float | None = 300.0
     """Seconds one agent call may take before its episodes end as ``agent_error``."""
-    step_timeout: float | None = 300.0
+    step_timeout: float | None = WorkerOptions.step_timeout
     """Seconds one env step may take before the env is restarted and its episode ends as ``env_error``."""
     progress: bool = True
     """Show a tqdm progress bar per block."""

@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import tyro
 
 from agentgym.train.distributed import launched_world_size
+from agentgym.vector.options import BackendOptions, ProcessOptions, RayOptions, SyncOptions, WorkerOptions
 
 # Per-env defaults of --env-kwargs. ToolQA's suit the built-in tiny models on CPU: single-hop
 # questions, one search then the answer, `<search>` tags, one passage per search and a one-line
@@ -87,12 +88,12 @@ class EnvConfig:
     split: str = "train"
     """env split to train on (sent as a reset option)"""
     backend: Literal["sync", "process", "ray", "list"] = "sync"
-    """make_vec backend (`list`: plain envs in this process)"""
+    """make_vec backend (`list`: the former name of `sync`)"""
     ray_address: str | None = None
     """`--backend ray`: the Ray cluster to join (`auto`, `HOST:6379`, `ray://HOST:10001`; default: start a local Ray)"""
     env_num_cpus: float = 0.0
     """`--backend ray`: CPUs each env worker reserves; with > 0 Ray spreads workers over the cluster's nodes"""
-    envs_per_worker: int = 1
+    envs_per_worker: int = WorkerOptions.envs_per_worker
     """`--backend process` / `ray`: envs per worker process or actor"""
     reward_mode: Literal["prs", "binary"] = "prs"
     """PRS shaped reward, or the papers' binary success baseline"""
@@ -134,6 +135,21 @@ class EnvConfig:
             raise ConfigError(f"--ray-address needs --backend ray (got --backend {self.backend})")
         _finite("prs-threshold", self.prs_threshold, minimum=0.0)
         _finite("prs-start-stage", self.prs_start_stage, minimum=0.0)
+
+    def backend_options(self) -> BackendOptions:
+        """The make_vec backend options of this run: each setting's default lives in the options
+        class (agentgym/vector/options.py); only what the flags say is passed."""
+        if self.backend == "process":
+            # The trainer already runs torch and tokenizer threads; a forked child of a threaded
+            # process can deadlock on their locks, so process workers are spawned.
+            return ProcessOptions(envs_per_worker=self.envs_per_worker, mp_context="spawn")
+        if self.backend == "ray":
+            # > 0 CPUs per actor: spread the actors over the nodes, so a lost node takes only its envs
+            spread = {"scheduling_strategy": "SPREAD"} if self.env_num_cpus > 0 else {}
+            return RayOptions(envs_per_worker=self.envs_per_worker,
+                              actor_options={"num_cpus": self.env_num_cpus, **spread},
+                              init_kwargs={"address": self.ray_address} if self.ray_address else {})
+        return SyncOptions()  # "list" included: plain envs in this process are what sync runs
 
     def check_env(self, eval_split: str | None = None) -> None:
         """Make the env once with these kwargs and check that ``split`` (and ``eval_split``) are its

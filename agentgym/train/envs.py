@@ -1,10 +1,9 @@
 """What the rollout collector drives: ``num_groups * group_size`` envs, group g's envs on one task.
 
-:class:`EnvBatch` is the small interface; :class:`ListEnvBatch` runs a list of gymnasium envs in
-this process and :class:`VecEnvBatch` wraps an ``agentgym.make_vec`` vector env (sync, process or
-Ray backends). Envs ``[g * G, (g + 1) * G)`` form group g and are reset with the same seed and
-options, so they start the same task. Only the envs named in a call are reset or stepped: an
-episode the collector ended itself (turn or prompt limit) is never sent another action.
+:class:`EnvBatch` wraps an ``agentgym.make_vec`` vector env (any backend: in this process, worker
+processes or Ray actors). Envs ``[g * G, (g + 1) * G)`` form group g and are reset with the same
+seed and options, so they start the same task. Only the envs named in a call are reset or stepped:
+an episode the collector ended itself (turn or prompt limit) is never sent another action.
 
 Steps come two ways: ``step_some`` (every named env, then return) and ``send_some`` then
 ``recv_some`` (return at once, then collect results as they are ready), which the overlapped
@@ -13,112 +12,11 @@ collector uses to generate for some episodes while the envs of others are still 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-import gymnasium as gym
 import numpy as np
 
 StepResult = tuple[str, float, bool, bool, dict]
-
-
-class EnvBatch:
-    """``num_groups`` groups of ``group_size`` envs."""
-
-    num_groups: int
-    group_size: int
-    concurrent: bool = False
-    """Whether sent steps run while the caller does other work (worker processes, Ray actors).
-    When False, :meth:`recv_some` runs every sent step itself, so overlapping gains nothing."""
-    _sent: dict[int, str] | None = None  # the base class's send queue
-
-    @property
-    def num_envs(self) -> int:
-        return self.num_groups * self.group_size
-
-    def reset_groups(self, seeds: Sequence[int], options: dict | None = None,
-                     group_options: Sequence[dict] | None = None) -> list[tuple[str, dict]]:
-        """Start the envs of groups ``0 .. len(seeds) - 1``: group g on the task chosen by
-        ``seeds[g]`` and ``{**options, **group_options[g]}``; (obs, info) per env, group-major.
-        Groups past ``len(seeds)`` are left alone."""
-        raise NotImplementedError
-
-    def _check_seeds(self, seeds: Sequence[int], group_options: Sequence[dict] | None) -> list[dict]:
-        if not 1 <= len(seeds) <= self.num_groups:
-            raise ValueError(f"need 1 to {self.num_groups} group seeds, got {len(seeds)}")
-        if group_options is not None and len(group_options) != len(seeds):
-            raise ValueError(f"need one group_options dict per seed ({len(seeds)}), got {len(group_options)}")
-        return [dict(o) for o in group_options] if group_options is not None else [{} for _ in seeds]
-
-    def step_some(self, actions: dict[int, str]) -> dict[int, StepResult]:
-        """Step the envs named in ``actions`` (env index -> action); the others are left alone."""
-        raise NotImplementedError
-
-    def send_some(self, actions: dict[int, str]) -> None:
-        """Start stepping the envs named in ``actions`` and return; :meth:`recv_some` collects them.
-        Here (nothing runs concurrently) the steps wait in a queue for :meth:`recv_some`."""
-        if self._sent is None:
-            self._sent = {}
-        busy = sorted(set(actions) & set(self._sent))
-        if busy:
-            raise RuntimeError(f"envs {busy} were sent an action whose result was not received yet")
-        self._sent.update(actions)
-
-    def recv_some(self, min_results: int = 1, timeout: float | None = None) -> dict[int, StepResult]:
-        """Results of sent steps that are ready, each returned once: at least ``min_results`` of
-        them (fewer if fewer are pending, or if ``timeout`` seconds pass first; 0 never waits).
-        Here every pending step runs now."""
-        sent, self._sent = self._sent or {}, None
-        return self.step_some(sent) if sent else {}
-
-    @property
-    def pending(self) -> frozenset[int]:
-        """The envs sent an action whose result :meth:`recv_some` has not returned yet."""
-        return frozenset(self._sent or ())
-
-    def set_prs_stage(self, stage: float | None) -> None:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
-
-
-class ListEnvBatch(EnvBatch):
-    """Envs in this process, made by ``gym.make(env_id, **env_kwargs)`` (or ``env_fn()``)."""
-
-    def __init__(self, env_id: str | None, num_groups: int, group_size: int, env_kwargs: dict | None = None,
-                 env_fn: Callable[[], gym.Env] | None = None):
-        if num_groups < 1 or group_size < 1:
-            raise ValueError(f"num_groups and group_size must be >= 1, got {num_groups}, {group_size}")
-        if env_fn is None:
-            if env_id is None:
-                raise ValueError("give env_id or env_fn")
-            import agentgym  # noqa: F401  registers the envs
-
-            env_fn = lambda: gym.make(env_id, **(env_kwargs or {}))  # noqa: E731
-        self.num_groups, self.group_size = int(num_groups), int(group_size)
-        self.envs = [env_fn() for _ in range(self.num_envs)]
-
-    def reset_groups(self, seeds, options=None, group_options=None):
-        per_group = self._check_seeds(seeds, group_options)
-        n = len(seeds) * self.group_size
-        return [env.reset(seed=int(seeds[i // self.group_size]),
-                          options={**(options or {}), **per_group[i // self.group_size]})
-                for i, env in enumerate(self.envs[:n])]
-
-    def step_some(self, actions):
-        out = {}
-        for i, action in actions.items():
-            obs, reward, terminated, truncated, info = self.envs[i].step(action)
-            out[i] = (obs, float(reward), bool(terminated), bool(truncated), info)
-        return out
-
-    def set_prs_stage(self, stage):
-        for env in self.envs:
-            env.unwrapped.set_prs_stage(stage)
-
-    def close(self):
-        for env in self.envs:
-            env.close()
 
 
 def _unbatch_info(infos: dict, n: int) -> list[dict]:
@@ -141,8 +39,9 @@ def _unbatch_info(infos: dict, n: int) -> list[dict]:
     return out
 
 
-class VecEnvBatch(EnvBatch):
-    """An ``agentgym.make_vec`` vector env with groups (autoreset off, finished envs stay finished).
+class EnvBatch:
+    """``num_groups`` groups of ``group_size`` envs: an ``agentgym.make_vec`` vector env with
+    groups (autoreset off, finished envs stay finished).
 
     Resets go through the vector env's reset mask and per-group options; steps through its
     ready-first ``send``/``recv`` for exactly the envs named, so no other env gets an action.
@@ -155,9 +54,26 @@ class VecEnvBatch(EnvBatch):
             raise ValueError(f"vector env has {vec_env.num_envs} envs, expected {num_groups} x {group_size}")
         self.vec = vec_env
         self.num_groups, self.group_size = int(num_groups), int(group_size)
-        self.concurrent = getattr(vec_env, "backend_name", "sync") != "sync"
+        self.concurrent: bool = getattr(vec_env, "backend_name", "sync") != "sync"
+        """Whether sent steps run while the caller does other work (worker processes, Ray actors).
+        When False, :meth:`recv_some` runs every sent step itself, so overlapping gains nothing."""
 
-    def reset_groups(self, seeds, options=None, group_options=None):
+    @property
+    def num_envs(self) -> int:
+        return self.num_groups * self.group_size
+
+    def _check_seeds(self, seeds: Sequence[int], group_options: Sequence[dict] | None) -> list[dict]:
+        if not 1 <= len(seeds) <= self.num_groups:
+            raise ValueError(f"need 1 to {self.num_groups} group seeds, got {len(seeds)}")
+        if group_options is not None and len(group_options) != len(seeds):
+            raise ValueError(f"need one group_options dict per seed ({len(seeds)}), got {len(group_options)}")
+        return [dict(o) for o in group_options] if group_options is not None else [{} for _ in seeds]
+
+    def reset_groups(self, seeds: Sequence[int], options: dict | None = None,
+                     group_options: Sequence[dict] | None = None) -> list[tuple[str, dict]]:
+        """Start the envs of groups ``0 .. len(seeds) - 1``: group g on the task chosen by
+        ``seeds[g]`` and ``{**options, **group_options[g]}``; (obs, info) per env, group-major.
+        Groups past ``len(seeds)`` are left alone."""
         per_group = self._check_seeds(seeds, group_options)
         k, n = len(seeds), len(seeds) * self.group_size
         # one seed per group: every env of group g starts the task seeds[g] picks; the groups
@@ -172,7 +88,8 @@ class VecEnvBatch(EnvBatch):
         per_env = _unbatch_info(infos, self.num_envs)
         return [(str(obs[i]), per_env[i]) for i in range(n)]
 
-    def step_some(self, actions):
+    def step_some(self, actions: dict[int, str]) -> dict[int, StepResult]:
+        """Step the envs named in ``actions`` (env index -> action); the others are left alone."""
         if not actions:
             return {}
         if self.vec.pending:
@@ -180,12 +97,15 @@ class VecEnvBatch(EnvBatch):
         self.send_some(actions)
         return self.recv_some(len(actions))
 
-    def send_some(self, actions):
+    def send_some(self, actions: dict[int, str]) -> None:
+        """Start stepping the envs named in ``actions`` and return; :meth:`recv_some` collects them."""
         if actions:
             ids = sorted(actions)
             self.vec.send([actions[i] for i in ids], ids)
 
-    def recv_some(self, min_results=1, timeout=None):
+    def recv_some(self, min_results: int = 1, timeout: float | None = None) -> dict[int, StepResult]:
+        """Results of sent steps that are ready, each returned once: at least ``min_results`` of
+        them (fewer if fewer are pending, or if ``timeout`` seconds pass first; 0 never waits)."""
         pending = self.vec.pending
         if not pending:
             return {}
@@ -197,11 +117,15 @@ class VecEnvBatch(EnvBatch):
                          bool(got.truncated[k]), per_env[k]) for k, i in enumerate(got.env_ids)}
 
     @property
-    def pending(self):
+    def pending(self) -> frozenset[int]:
+        """The envs sent an action whose result :meth:`recv_some` has not returned yet."""
         return frozenset(self.vec.pending)
 
-    def set_prs_stage(self, stage):
+    def set_prs_stage(self, stage: float | None) -> None:
         self.vec.call("set_prs_stage", stage)
 
-    def close(self):
+    def close(self) -> None:
         self.vec.close()
+
+
+VecEnvBatch = EnvBatch  # its name while a batch of plain envs stood beside it

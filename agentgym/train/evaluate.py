@@ -30,13 +30,13 @@ def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, spli
     ``system_prompt_hook`` rewrites each episode's system prompt, as a trainer's extensions do in
     training (GCD's "Common mistakes" list).
     """
-    from agentgym.train.envs import ListEnvBatch
     from agentgym.train.rollout import RolloutConfig, collect_episodes
+    from agentgym.train.setup import make_env_batch
 
     if num_episodes < 1 or batch_size < 1:
         raise ValueError("num_episodes and batch_size must be >= 1")
     batch_size = min(batch_size, num_episodes)
-    envs = ListEnvBatch(env_id, batch_size, 1, env_kwargs)
+    envs = make_env_batch(env_id, batch_size, 1, "sync", env_kwargs)
     if prs_stage is not None:
         envs.set_prs_stage(prs_stage)
     cfg = RolloutConfig(layout="window", window=window, max_prompt_tokens=10**9)

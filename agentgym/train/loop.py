@@ -171,9 +171,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
                            num_steps=env_cfg.prs_schedule_steps, threshold=env_cfg.prs_threshold,
                            start_stage=env_cfg.prs_start_stage)
     local_groups = r.num_groups // dist.world_size  # config.validate() checked that it divides
-    envs = make_env_batch(env_cfg.env_id, local_groups, r.group_size, env_cfg.backend, env_kwargs,
-                          envs_per_worker=env_cfg.envs_per_worker, ray_address=env_cfg.ray_address,
-                          env_num_cpus=env_cfg.env_num_cpus)
+    envs = make_env_batch(env_cfg.env_id, local_groups, r.group_size, env_cfg.backend_options(), env_kwargs)
     collector = Collector(envs, policy, ChatEncoder(tokenizer),
                           RolloutConfig(layout=r.layout, window=r.window, max_prompt_tokens=r.max_prompt_tokens,
                                         rollout_mode=r.rollout_mode),

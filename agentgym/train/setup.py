@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from agentgym.train.envs import EnvBatch, ListEnvBatch, VecEnvBatch
+from agentgym.train.envs import EnvBatch
 from agentgym.train.tasks import task_seed  # noqa: F401  (re-exported: scripts seed with it)
+
+if TYPE_CHECKING:
+    from agentgym.vector.options import BackendOptions
 
 
 def resolve_device(device: str) -> str:
@@ -39,33 +42,19 @@ def parse_env_kwargs(text: str | dict | None) -> dict[str, Any]:
     return json_object(text)
 
 
-def make_env_batch(env_id: str, num_groups: int, group_size: int, backend: str = "sync",
-                   env_kwargs: dict[str, Any] | None = None, *, envs_per_worker: int = 1,
-                   ray_address: str | None = None, env_num_cpus: float = 0.0) -> EnvBatch:
-    """``num_groups`` groups of ``group_size`` envs: ``agentgym.make_vec`` for the sync, process
-    and Ray backends, or ``"list"`` for plain envs in this process.
+def make_env_batch(env: str | Callable[[], Any], num_groups: int, group_size: int,
+                   backend: "str | BackendOptions" = "sync", env_kwargs: dict[str, Any] | None = None) -> EnvBatch:
+    """``num_groups`` groups of ``group_size`` envs on ``agentgym.make_vec``: ``env`` is a registered
+    id or a callable that makes one env; ``backend`` a backend name or its options object
+    (:mod:`agentgym.vector.options`; a trainer's comes from ``EnvConfig.backend_options()``)."""
+    from agentgym.vector import AgentVectorEnv, make_vec
 
-    Ray: ``ray_address`` joins an existing cluster (unless this process already joined one);
-    ``env_num_cpus`` > 0 makes each env actor reserve that many CPUs and spreads the actors over the
-    cluster's nodes (Ray's ``SPREAD`` scheduling), so a lost node takes only its envs' episodes."""
-    if backend == "list":
-        return ListEnvBatch(env_id, num_groups, group_size, env_kwargs)
-    from agentgym.vector import make_vec
-
-    extra: dict[str, Any] = {}
-    if backend == "process":
-        # The trainer already runs torch and tokenizer threads; forking a threaded process can
-        # deadlock a worker, so process workers are spawned.
-        extra = {"mp_context": "spawn", "envs_per_worker": envs_per_worker}
-    elif backend == "ray":
-        options: dict[str, Any] = {"num_cpus": env_num_cpus}
-        if env_num_cpus > 0:
-            options["scheduling_strategy"] = "SPREAD"
-        extra = {"envs_per_worker": envs_per_worker, "ray_actor_options": options,
-                 "ray_init_kwargs": {"address": ray_address} if ray_address else None}
-    vec = make_vec(env_id, num_envs=num_groups * group_size, group_size=group_size, backend=backend,
-                   **extra, **(env_kwargs or {}))
-    return VecEnvBatch(vec, num_groups, group_size)
+    if isinstance(env, str):
+        vec = make_vec(env, num_groups * group_size, group_size, backend, **(env_kwargs or {}))
+    else:
+        vec = AgentVectorEnv(env, num_groups * group_size, group_size=group_size, backend=backend,
+                             env_kwargs=env_kwargs)
+    return EnvBatch(vec, num_groups, group_size)
 
 
 def load_model(path: str, device: str, gradient_checkpointing: bool = False, trainable: bool = True):

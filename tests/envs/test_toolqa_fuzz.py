@@ -104,9 +104,9 @@ def _calculate(expression):
                                     "<tool_call>" + "[" * 90_000 + "</tool_call>"],
                          ids=["parentheses", "signs", "function-calls", "json"])
 def test_deeply_nested_actions_get_an_observation_not_an_exception(action):
-    from agentgym.train.envs import ListEnvBatch
+    from agentgym.train.setup import make_env_batch
 
-    batch = ListEnvBatch("ToolQA-v0", num_groups=1, group_size=1)
+    batch = make_env_batch("ToolQA-v0", num_groups=1, group_size=1)
     batch.reset_groups([0])
     obs, _, terminated, truncated, info = batch.step_some({0: action})[0]
     assert not terminated and not truncated and "error" not in info

@@ -9,7 +9,7 @@ import pytest
 
 from agentgym.agents.base import Completion
 from agentgym.train.collector import Collector
-from agentgym.train.envs import VecEnvBatch
+from agentgym.train.envs import EnvBatch
 from agentgym.train.rollout import GroupRequest, RolloutConfig
 from agentgym.vector import make_vec
 
@@ -37,7 +37,7 @@ class Scripted:
 
 def collector(policy, groups=2, size=3, backend="sync"):
     vec = make_vec(FIXTURE_ID, num_envs=groups * size, group_size=size, backend=backend)
-    return Collector(VecEnvBatch(vec, groups, size), policy, None, RolloutConfig(layout="window"), None)
+    return Collector(EnvBatch(vec, groups, size), policy, None, RolloutConfig(layout="window"), None)
 
 
 @pytest.mark.parametrize("backend", ["sync", "process"])

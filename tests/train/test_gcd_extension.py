@@ -14,13 +14,13 @@ import pytest
 from agentgym.agents.base import Completion
 from agentgym.train.chat import ChatEncoder
 from agentgym.train.config import TrainConfig, build
-from agentgym.train.envs import ListEnvBatch
 from agentgym.train.extensions import GCD, GCDConfig
 from agentgym.train.gcd.correction import MISTAKES_HEADER
 from agentgym.train.gcd.external import JudgeUnavailable
 from agentgym.train.gcd.judge import judge_prompt
 from agentgym.train.hooks import Extensions, StepContext
 from agentgym.train.rollout import Episode, RolloutConfig, collect_episodes
+from agentgym.train.setup import make_env_batch
 from toy_env import ToyLookupEnv
 
 
@@ -118,7 +118,7 @@ def test_mistakes_list_is_summarized_logged_and_put_into_the_next_episodes_syste
     assert json.loads((tmp_path / "gcd_mistakes.jsonl").read_text()) == {
         "step": 2, "mistakes": ["Do not go back to where you were."], "source": "self", "critiques": 2}
     # the next rollout's episodes start from the corrected system prompt
-    envs = ListEnvBatch(None, 1, 2, env_fn=lambda: ToyLookupEnv())
+    envs = make_env_batch(ToyLookupEnv, 1, 2)
     episodes, _ = collect_episodes(envs, ScriptedPolicy(["<answer>x</answer>"]), ChatEncoder(tiny[1]), [0],
                                    RolloutConfig(layout="window"), system_prompt_hook=Extensions([gcd]).system_prompt)
     for ep in episodes:

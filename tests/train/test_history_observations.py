@@ -11,10 +11,10 @@ pytest.importorskip("alfworld")
 from agentgym.agents import Completion, Policy, SamplingConfig
 from agentgym.envs.alfworld.generate import generate
 from agentgym.train.config import ConfigError, SFTRunConfig, TrainConfig, build
-from agentgym.train.envs import ListEnvBatch
 from agentgym.train.extensions.gigpo import anchors_of
 from agentgym.train.gcd.steps import labelled_steps
 from agentgym.train.rollout import RolloutConfig, collect_episodes
+from agentgym.train.setup import make_env_batch
 
 HISTORY = {"observation": "history+admissible", "history": 1, "action_format": "choice", "max_turns": 4}
 
@@ -43,9 +43,9 @@ class BackAndForth(Policy):
 
 @pytest.mark.slow
 def test_window_prompts_are_the_latest_observation_and_anchors_the_engine_text(root):
-    envs = ListEnvBatch("ALFWorld-v0", 1, 2, {"data_path": root, "split": "train_all", **HISTORY})
+    envs = make_env_batch("ALFWorld-v0", 1, 2, "sync", {"data_path": root, "split": "train_all", **HISTORY})
     try:
-        admissible = envs.envs[0].reset(seed=0)[1]["admissible_actions"]
+        admissible = envs.reset_groups([0])[0][1]["admissible_actions"]
         places = [a[len("go to "):] for a in admissible if a.startswith("go to")][:2]
         policy = BackAndForth(places)
         episodes, _ = collect_episodes(envs, policy, None, [0], RolloutConfig(layout="window", window=2))

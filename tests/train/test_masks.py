@@ -8,10 +8,10 @@ from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.agents.base import Completion, Policy
 from agentgym.prompts import episode_to_messages
 from agentgym.train.chat import ChatEncoder
-from agentgym.train.envs import ListEnvBatch
 from agentgym.train.loss import LossConfig, policy_loss
 from agentgym.train.rollout import RolloutConfig, collect_episodes
 from agentgym.train.samples import episode_samples
+from agentgym.train.setup import make_env_batch
 from agentgym.train.update import pad_batch, sample_logprobs
 from toy_env import ToyLookupEnv
 
@@ -22,19 +22,21 @@ def scripted_completion(tokenizer, text):
 
 
 class ExpertAgent(Policy):
-    def __init__(self, tokenizer, env):
-        self.tokenizer, self.env = tokenizer, env
+    """Plays the expert action of the batch's one env."""
+
+    def __init__(self, tokenizer, batch):
+        self.tokenizer, self.batch = tokenizer, batch
 
     def generate(self, prompts, sampling=None):
-        return [scripted_completion(self.tokenizer, self.env._expert_action()) for _ in prompts]
+        (action,) = self.batch.vec.call("_expert_action")
+        return [scripted_completion(self.tokenizer, action) for _ in prompts]
 
 
 def test_concat_masks_tool_output_and_matches_template(tiny):
     _, tok = tiny
-    batch = ListEnvBatch(None, 1, 1, env_fn=lambda: ToyLookupEnv())
-    env = batch.envs[0]
+    batch = make_env_batch(ToyLookupEnv, 1, 1)
     encoder = ChatEncoder(tok)
-    episodes, _ = collect_episodes(batch, ExpertAgent(tok, env), encoder, [3], RolloutConfig(layout="concat"))
+    episodes, _ = collect_episodes(batch, ExpertAgent(tok, batch), encoder, [3], RolloutConfig(layout="concat"))
     ep = episodes[0]
     assert len(ep.turns) == 2 and ep.success
     # the sequence is exactly the chat template's rendering of the whole episode
@@ -69,9 +71,9 @@ def test_concat_masks_tool_output_and_matches_template(tiny):
 
 def test_window_samples_are_prompt_plus_completion(tiny):
     _, tok = tiny
-    batch = ListEnvBatch(None, 1, 1, env_fn=lambda: ToyLookupEnv())
+    batch = make_env_batch(ToyLookupEnv, 1, 1)
     encoder = ChatEncoder(tok)
-    episodes, _ = collect_episodes(batch, ExpertAgent(tok, batch.envs[0]), encoder, [0],
+    episodes, _ = collect_episodes(batch, ExpertAgent(tok, batch), encoder, [0],
                                    RolloutConfig(layout="window", window=0))
     samples = episode_samples(episodes, [0.5], "window")
     assert len(samples) == 2
@@ -92,7 +94,7 @@ def test_training_logprobs_equal_generation_logprobs(tiny, layout):
     back the sampling logprobs on every loss token, so training and generation saw the same ids."""
     model, tok = tiny
     torch.manual_seed(0)
-    batch = ListEnvBatch(None, 2, 2, env_fn=lambda: ToyLookupEnv(max_turns=3))
+    batch = make_env_batch(ToyLookupEnv, 2, 2, env_kwargs={"max_turns": 3})
     policy = HFPolicy(model, tok, SamplingConfig(max_new_tokens=12, temperature=1.0))
     episodes, _ = collect_episodes(batch, policy, ChatEncoder(tok), [0, 1], RolloutConfig(layout=layout, window=1))
     assert all(len(ep.turns) == 3 for ep in episodes)  # random text never parses: 3 turns each
@@ -115,7 +117,7 @@ def test_a_cut_history_still_trains_on_exactly_what_was_generated(tiny, layout):
     completion, and recomputed logprobs equal the sampling ones, so the loss sees what the model saw."""
     model, tok = tiny
     torch.manual_seed(0)
-    batch = ListEnvBatch(None, 2, 2, env_fn=lambda: ToyLookupEnv(max_turns=3))
+    batch = make_env_batch(ToyLookupEnv, 2, 2, env_kwargs={"max_turns": 3})
     policy = HFPolicy(model, tok, SamplingConfig(max_new_tokens=24, temperature=1.0))
     cfg = RolloutConfig(layout=layout, window=1, max_action_chars=100)
     episodes, _ = collect_episodes(batch, policy, ChatEncoder(tok), [0, 1], cfg)

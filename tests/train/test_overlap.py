@@ -13,7 +13,7 @@ from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.agents.base import Completion
 from agentgym.train.chat import ChatEncoder
 from agentgym.train.collector import Collector
-from agentgym.train.envs import VecEnvBatch
+from agentgym.train.envs import EnvBatch
 from agentgym.train.rollout import GroupRequest, RolloutConfig, collect_episodes
 from agentgym.train.setup import make_env_batch
 from agentgym.vector import make_vec
@@ -58,7 +58,7 @@ def record(ep):
             [(t.prompt_ids, t.completion.token_ids, t.completion.text, t.completion.finish_reason) for t in ep.turns])
 
 
-@pytest.mark.parametrize("backend,layout", [("list", "concat"), ("sync", "window"), ("process", "concat")])
+@pytest.mark.parametrize("backend,layout", [("sync", "window"), ("process", "concat")])
 def test_overlapped_plays_the_same_episodes_as_lockstep(varied_tiny, backend, layout):
     envs = make_env_batch("ToolQA-v0", len(SEEDS), 2, backend, ENV_KWARGS)
     try:
@@ -104,7 +104,7 @@ class Scripted:
 def fixture_collector(policy, mode, backend, step_timeout=300.0):
     vec = make_vec(FIXTURE_ID, num_envs=6, group_size=3, backend=backend, step_timeout=step_timeout)
     cfg = RolloutConfig(layout="window", rollout_mode=mode)
-    return Collector(VecEnvBatch(vec, 2, 3), policy, None, cfg, None)
+    return Collector(EnvBatch(vec, 2, 3), policy, None, cfg, None)
 
 
 REQUESTS = [GroupRequest(1, {"task_id": "count-3"}), GroupRequest(2, {"task_id": "count-4"})]
@@ -132,7 +132,7 @@ def test_a_raising_env_is_a_fault_episode_in_both_modes_and_the_others_play_on(b
     assert over_stats["episodes/faulted"] == 3
 
 
-class RecordingBatch(VecEnvBatch):
+class RecordingBatch(EnvBatch):
     """Appends ``("result", env)`` to ``events`` for every step result it hands the collector."""
 
     def __init__(self, vec, num_groups, group_size, events):
@@ -173,7 +173,7 @@ def test_a_hung_env_holds_up_no_other_episode_when_overlapped():
 
 
 def test_a_policy_error_mid_rollout_leaves_no_step_in_flight():
-    envs = VecEnvBatch(make_vec(FIXTURE_ID, num_envs=6, group_size=3, backend="process", step_timeout=3.0), 2, 3)
+    envs = EnvBatch(make_vec(FIXTURE_ID, num_envs=6, group_size=3, backend="process", step_timeout=3.0), 2, 3)
 
     class Failing(Scripted):
         def generate(self, prompts, sampling=None):
@@ -205,7 +205,7 @@ def test_bad_rollout_mode_is_a_clear_error():
 
 def test_max_generate_batch_caps_each_policy_call():
     policy = Scripted()
-    envs = VecEnvBatch(make_vec(FIXTURE_ID, num_envs=6, group_size=3, backend="sync"), 2, 3)
+    envs = EnvBatch(make_vec(FIXTURE_ID, num_envs=6, group_size=3, backend="sync"), 2, 3)
     try:
         episodes, _ = collect_episodes(envs, policy, None, REQUESTS,
                                        RolloutConfig(layout="window", rollout_mode="overlapped", max_generate_batch=4))
@@ -218,7 +218,7 @@ def test_max_generate_batch_caps_each_policy_call():
 def test_env_results_that_come_back_together_go_in_one_policy_call():
     # fast envs, a policy call of 0.2 s: waiting for the other envs costs less than another call
     policy = Scripted(delay=0.2)
-    envs = VecEnvBatch(make_vec(FIXTURE_ID, num_envs=6, group_size=3, backend="process"), 2, 3)
+    envs = EnvBatch(make_vec(FIXTURE_ID, num_envs=6, group_size=3, backend="process"), 2, 3)
     try:
         episodes, _ = collect_episodes(envs, policy, None, REQUESTS, RolloutConfig(layout="window",
                                                                                   rollout_mode="overlapped"))

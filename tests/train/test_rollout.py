@@ -1,4 +1,5 @@
 
+import gymnasium as gym
 import pytest
 import torch
 
@@ -24,20 +25,25 @@ def play(tiny, backend, seeds=(11, 12)):
 
 
 def test_groups_share_a_task_and_make_vec_matches_plain_envs(tiny):
-    eps_list, _ = play(tiny, "list")
     eps_vec, stats = play(tiny, "sync")
     assert [e.group for e in eps_vec] == [0, 0, 0, 1, 1, 1]
     assert len({e.task_id for e in eps_vec[:3]}) == 1 and len({e.task_id for e in eps_vec[3:]}) == 1
     assert eps_vec[0].task_id != eps_vec[3].task_id
-    for a, b in zip(eps_list, eps_vec):
-        assert (a.task_id, a.concat_ids, a.rewards, a.episode_terms) == (b.task_id, b.concat_ids, b.rewards, b.episode_terms)
+    # each episode, replayed on a plain gym.make env from its group's seed, is the same episode
+    for ep in eps_vec:
+        env = gym.make("ToolQA-v0", **ENV_KWARGS)
+        obs, info = env.reset(seed=ep.seed, options={"split": "train"})
+        replay = [env.step(action) for action in ep.actions]
+        env.close()
+        assert (info["task_id"], [obs] + [r[0] for r in replay]) == (ep.task_id, ep.observations)
+        assert [r[1] for r in replay] == ep.rewards and replay[-1][4]["episode_terms"] == ep.episode_terms
     assert all(e.done and len(e.turns) == 2 for e in eps_vec)
     assert stats["time/generate"] > 0
 
 
 def test_max_prompt_tokens_cuts_an_episode(tiny):
     model, tok = tiny
-    envs = make_env_batch("ToolQA-v0", 1, 2, "list", ENV_KWARGS)
+    envs = make_env_batch("ToolQA-v0", 1, 2, "sync", ENV_KWARGS)
     policy = HFPolicy(model, tok, SamplingConfig(max_new_tokens=8))
     episodes, _ = collect_episodes(envs, policy, ChatEncoder(tok), [0], RolloutConfig(max_prompt_tokens=10))
     assert all(e.cut_by_length and e.truncated and not e.turns for e in episodes)
@@ -65,8 +71,8 @@ def test_group_requests_pick_tasks_by_id_and_record_where_they_came_from(tiny):
     from agentgym.train.rollout import GroupRequest
 
     model, tok = tiny
-    envs = make_env_batch("ToolQA-v0", 2, 2, "list", ENV_KWARGS)
-    task_ids = envs.envs[0].unwrapped.task_ids("train")[:2]
+    envs = make_env_batch("ToolQA-v0", 2, 2, "sync", ENV_KWARGS)
+    task_ids = envs.vec.call("task_ids", "train")[0][:2]
     policy = HFPolicy(model, tok, SamplingConfig(max_new_tokens=6))
     requests = [GroupRequest(7, {"task_id": task_ids[1]}, "resample")]
     episodes, stats = collect_episodes(envs, policy, ChatEncoder(tok), requests, RolloutConfig(max_turns=1),
@@ -95,7 +101,7 @@ class Runaway:
 def test_a_runaway_reply_is_cut_in_the_history_not_sent_again_whole():
     from agentgym.prompts import MAX_ACTION_CHARS
 
-    envs = make_env_batch("ToolQA-v0", 1, 1, "list", {"question_kinds": ["single_hop"], "max_turns": 10})
+    envs = make_env_batch("ToolQA-v0", 1, 1, "sync", {"question_kinds": ["single_hop"], "max_turns": 10})
     policy = Runaway()
     try:
         (ep,), _ = collect_episodes(envs, policy, None, [3], RolloutConfig(layout="window", window=None))

@@ -45,9 +45,10 @@ def cluster(tmp_path_factory):
 def test_env_actors_join_the_cluster_and_reserve_their_cpus(cluster):
     script = textwrap.dedent(f"""
         import json, ray
+        from agentgym.train.config import EnvConfig
         from agentgym.train.setup import make_env_batch
-        envs = make_env_batch("ToolQA-v0", 2, 2, "ray", {{"question_kinds": ["single_hop"], "max_turns": 2}},
-                              ray_address="{cluster}", env_num_cpus=0.5)
+        backend = EnvConfig(backend="ray", ray_address="{cluster}", env_num_cpus=0.5).backend_options()
+        envs = make_env_batch("ToolQA-v0", 2, 2, backend, {{"question_kinds": ["single_hop"], "max_turns": 2}})
         try:
             free = ray.available_resources().get("CPU", 0.0)
             obs = envs.reset_groups([0, 1])
