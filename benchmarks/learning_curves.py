@@ -239,7 +239,9 @@ def report(args) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env-id", default="ToolQA-v0")
-    p.add_argument("--env-kwargs", default=None, help="JSON; default: the trainers' default for the env")
+    p.add_argument("--env-kwargs", default=None,
+                   help="JSON merged over the trainers' env preset (--preset auto; "
+                        "`--override '{\"preset\": \"none\"}'`: over the env's own defaults)")
     p.add_argument("--model", default=None,
                    help="built-in model the cold starts start from (tiny-wide, tiny, tiny-small; default: the trainers')")
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))

@@ -150,9 +150,9 @@ def bench_methods(args):
     from agentgym.train.sft import run_sft
 
     env_kwargs = json.dumps(ENV_KWARGS)
-    cold = run_sft(build(SFTRunConfig, env_kwargs=env_kwargs, num_steps=100, num_episodes=64, quiet=True,
+    cold = run_sft(build(SFTRunConfig, preset="none", env_kwargs=env_kwargs, num_steps=100, num_episodes=64, quiet=True,
                          progress=False, tensorboard=False, output_dir=os.path.join(args.workdir, "cold")))
-    common = dict(model=cold, env_kwargs=env_kwargs, num_steps=args.method_steps, num_groups=args.groups,
+    common = dict(model=cold, preset="none", env_kwargs=env_kwargs, num_steps=args.method_steps, num_groups=args.groups,
                   group_size=args.group_size, max_new_tokens=args.max_new_tokens, eval_episodes=0, save_every=0,
                   progress=False, quiet=True, tensorboard=False, cpu_threads=args.cpu_threads)
     out = {}
@@ -248,13 +248,13 @@ def bench_gcd(args):
 
     root = os.path.join(args.workdir, "gcd")
     env_kwargs = json.dumps(ENV_KWARGS)
-    sft_cfg = build(SFTRunConfig, env_kwargs=env_kwargs, num_steps=args.gcd_cold_start_steps, num_episodes=32,
-                    output_dir=os.path.join(root, "sft"), cpu_threads=args.cpu_threads, progress=False, quiet=True,
-                    tensorboard=False)
+    sft_cfg = build(SFTRunConfig, preset="none", env_kwargs=env_kwargs, num_steps=args.gcd_cold_start_steps,
+                    num_episodes=32, output_dir=os.path.join(root, "sft"), cpu_threads=args.cpu_threads,
+                    progress=False, quiet=True, tensorboard=False)
     model = os.path.join(sft_cfg.output_dir, "final")
     if not reusable(model, sft_cfg):
         model = run_sft(sft_cfg)
-    common = dict(model=model, env_kwargs=env_kwargs, num_steps=args.gcd_steps, num_groups=args.groups,
+    common = dict(model=model, preset="none", env_kwargs=env_kwargs, num_steps=args.gcd_steps, num_groups=args.groups,
                   group_size=args.group_size, max_new_tokens=args.max_new_tokens, micro_batch_size=args.micro_batch_size,
                   cpu_threads=args.cpu_threads, device=args.device, cold_start_steps=0, eval_episodes=0, save_every=0,
                   progress=False, quiet=True, tensorboard=False, seed=0)

@@ -149,17 +149,20 @@ class PolicyAgent(Agent):
             the checkpoint's ``max_position_embeddings`` for an HF policy).
         stamp: extra stamps (checkpoint path and hash, chat template hash, endpoint).
         checkpoint: the local checkpoint directory, whose recorded env settings (an RL or cold-start
-            run's ``--env-kwargs``: observation and action options, prompt...) its episodes are
+            run's env kwargs: observation and action options, prompt...) its episodes are
             played with, except those in :data:`BOARD_KWARGS` and those ``--env-kwargs`` sets.
+        model: what the agent was named by (``tiny``, a directory; default ``checkpoint``): when
+            the checkpoint records no env settings, ``--preset auto``'s pick for it applies
+            (:mod:`agentgym.train.presets`: ``tiny`` for the built-in tiny models).
     """
 
     ready_first = False
 
     def __init__(self, policy, name: str, sampling=None, window: int | None = None,
                  max_context: int | None = None, stamp: dict[str, Any] | None = None,
-                 checkpoint: str | None = None):
+                 checkpoint: str | None = None, model: str | None = None):
         self.policy, self.name, self.sampling, self.window = policy, name, sampling, window
-        self.checkpoint = checkpoint
+        self.checkpoint, self.model_name = checkpoint, model if model is not None else checkpoint
         tokenizer = getattr(policy, "tokenizer", None)
         if max_context is None:
             config = getattr(getattr(policy, "model", None), "config", None)  # HF models only
@@ -173,10 +176,10 @@ class PolicyAgent(Agent):
     def trained_env_kwargs(self, env_id: str) -> dict[str, Any]:
         if self.checkpoint is None:
             return {}
-        from agentgym.train.evaluate import recorded_env_kwargs
+        from agentgym.train.presets import resolve_env_kwargs
 
-        recorded = recorded_env_kwargs(self.checkpoint, env_id) or {}
-        return {k: v for k, v in recorded.items() if k not in BOARD_KWARGS}
+        _, trained = resolve_env_kwargs(env_id, self.model_name)  # recorded, else the preset `auto` picks
+        return {k: v for k, v in trained.items() if k not in BOARD_KWARGS}
 
     def fits(self, episode):
         if self.tokenizer is None or self.max_context is None:

@@ -143,4 +143,4 @@ def _hf_agent(name: str, body: str, env_ids, sampling, options: ModelOptions) ->
     model.eval()
     policy = HFPolicy(model, tokenizer, sampling)
     return PolicyAgent(policy, name, sampling, options.window, stamp=_checkpoint_stamp(path, tokenizer),
-                       checkpoint=path)
+                       checkpoint=path, model=body)

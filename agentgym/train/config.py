@@ -13,7 +13,6 @@ the same checks as a ``ValueError`` from :meth:`TrainConfig.validate`.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -24,26 +23,20 @@ from typing import Annotated, Any, Literal, TypeVar
 import tyro
 
 from agentgym.train.distributed import launched_world_size
+from agentgym.train.presets import TINY_MODELS
 from agentgym.vector.options import BackendOptions, ProcessOptions, RayOptions, SyncOptions, WorkerOptions
-
-# Per-env defaults of --env-kwargs. ToolQA's suit the built-in tiny models on CPU: single-hop
-# questions, one search then the answer, `<search>` tags, one passage per search and a one-line
-# system prompt keep an episode near 200 tokens. Other envs take their own defaults (an empty object).
-TINY_TOOLQA_PROMPT = "Search with <search>query</search>, then reply <answer>answer</answer>."
-DEFAULT_ENV_KWARGS = {
-    "ToolQA-v0": {"question_kinds": ["single_hop"], "max_turns": 2, "action_format": "tags", "top_k": 1,
-                  "system_prompt": TINY_TOOLQA_PROMPT},
-}
-TINY_MODELS = ("tiny", "tiny-small", "tiny-wide")
 
 
 class ConfigError(ValueError):
     """A setting that cannot work; the message names the flag."""
 
 
-def default_env_kwargs(env_id: str) -> dict[str, Any]:
-    """The env kwargs a run uses when ``--env-kwargs`` is not given."""
-    return json.loads(json.dumps(DEFAULT_ENV_KWARGS.get(env_id, {})))
+def default_env_kwargs(env_id: str, model: str | None = "tiny-wide", preset: str = "auto") -> dict[str, Any]:
+    """The env kwargs a run of ``model`` on ``env_id`` uses when ``--env-kwargs`` is not given
+    (:mod:`agentgym.train.presets`)."""
+    from agentgym.train.presets import resolve_env_kwargs
+
+    return resolve_env_kwargs(env_id, model, preset)[1]
 
 
 def vllm_installed() -> bool:
@@ -69,12 +62,22 @@ def _at_least(name: str, value: int, minimum: int, why: str = "") -> None:
         raise ConfigError(f"--{name} must be >= {minimum}{f' ({why})' if why else ''}, got {value}")
 
 
-def _check_history_layout(env: "EnvConfig", layout: str) -> None:
+def _check_history_layout(env: "EnvConfig", model: str, layout: str) -> None:
     """Observations that carry their own history want one prompt per turn (docs/trainers.md)."""
-    if layout == "concat" and env.kwargs().get("observation") == "history+admissible":
-        raise ConfigError("--env-kwargs observation='history+admissible' puts the task and the last steps in "
-                          "every observation, which --layout concat would repeat in each turn; use --layout window "
-                          "(each prompt is then the system prompt and the latest observation; --window does not apply)")
+    preset, kwargs = env.resolve(model)
+    if layout != "concat" or kwargs.get("observation") != "history+admissible":
+        return
+    what = "observation='history+admissible'"
+    if "observation" in env.overrides():
+        where, other = f"--env-kwargs {what} puts", ""
+    elif preset == "recorded":
+        where = f"--model {model} records {what} for {env.env_id} (--preset auto), which puts"
+        other = ", or --preset none"
+    else:
+        where, other = f"--preset {preset} gives {env.env_id} {what}, which puts", ", or --preset none"
+    raise ConfigError(f"{where} the task and the last steps in every observation, and --layout concat would repeat "
+                      "them in each turn; use --layout window (each prompt is then the system prompt and the latest "
+                      f"observation; --window does not apply){other}")
 
 
 @dataclass
@@ -83,8 +86,10 @@ class EnvConfig:
 
     env_id: str = "ToolQA-v0"
     """registered env id (`agentgym list`)"""
+    preset: str = "auto"
+    """named env kwargs the run starts from: `tiny` (suits the built-in tiny models), `none` (each env's own defaults), `auto` (those the --model directory records for the env, else `tiny` for `--model tiny*`, else `none`; docs/trainers.md)"""
     env_kwargs: str | None = None
-    """JSON object of keyword arguments for each env (default: the env's own defaults; ToolQA-v0: single-hop, search then answer, a short prompt)"""
+    """JSON object of env keyword arguments, merged over the preset key by key (a `null` value removes a key)"""
     split: str = "train"
     """env split to train on (sent as a reset option)"""
     backend: Literal["sync", "process", "ray", "list"] = "sync"
@@ -106,12 +111,31 @@ class EnvConfig:
     prs_threshold: float = 0.8
     """threshold schedule: batch pass rate of the current stage's gate that advances the stage"""
 
-    def kwargs(self) -> dict[str, Any]:
-        """The env kwargs this config gives every env (``reward_mode`` included)."""
+    def overrides(self) -> dict[str, Any]:
+        """``--env-kwargs`` as a dict ({} when not given)."""
         from agentgym.train.setup import parse_env_kwargs
 
-        base = default_env_kwargs(self.env_id) if self.env_kwargs is None else parse_env_kwargs(self.env_kwargs)
-        return {"reward_mode": self.reward_mode, **base}
+        return parse_env_kwargs(self.env_kwargs)
+
+    def resolve(self, model: str | None) -> tuple[str, dict[str, Any]]:
+        """``(preset, env kwargs)`` of a run of ``model``: the preset ``--preset`` picks for it (or
+        ``recorded``, see :mod:`agentgym.train.presets`) and its kwargs with ``--env-kwargs`` merged
+        over them, ``reward_mode`` not included."""
+        from agentgym.train.presets import resolve_env_kwargs
+
+        return resolve_env_kwargs(self.env_id, model, self.preset, self.overrides())
+
+    def kwargs(self, model: str | None = None) -> dict[str, Any]:
+        """The env kwargs this config gives every env of a run of ``model`` (``reward_mode``
+        included); ``model`` is what ``--preset auto`` goes by (None: not a built-in tiny model)."""
+        return {"reward_mode": self.reward_mode, **self.resolve(model)[1]}
+
+    def describe(self, model: str | None) -> str:
+        """The startup line's text: the env, the preset and every env kwarg."""
+        from agentgym.train.presets import describe
+
+        preset, _ = self.resolve(model)
+        return describe(self.env_id, preset, self.kwargs(model), self.preset)
 
     def validate(self) -> None:
         import gymnasium as gym
@@ -123,9 +147,15 @@ class EnvConfig:
             close = [k for k in known if self.env_id.lower() in k.lower() or k.lower() in self.env_id.lower()]
             hint = f"; did you mean {close[0]!r}?" if close else "; `agentgym list` prints the env ids"
             raise ConfigError(f"--env-id {self.env_id!r} is not a registered env{hint}")
+        from agentgym.train.presets import check_preset
+
+        try:
+            check_preset(self.preset)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         if self.env_kwargs is not None:
             try:
-                self.kwargs()
+                self.overrides()
             except ValueError as e:
                 raise ConfigError(f"--env-kwargs: {e}") from None
         _at_least("prs-schedule-steps", self.prs_schedule_steps, 1)
@@ -151,13 +181,18 @@ class EnvConfig:
                               init_kwargs={"address": self.ray_address} if self.ray_address else {})
         return SyncOptions()  # "list" included: plain envs in this process are what sync runs
 
-    def check_env(self, eval_split: str | None = None) -> None:
-        """Make the env once with these kwargs and check that ``split`` (and ``eval_split``) are its
-        splits, so a bad setting stops the run before a model is built (:mod:`agentgym.train.env_check`)."""
+    def check_env(self, model: str | None, eval_split: str | None = None) -> None:
+        """Make the env once with the kwargs of a run of ``model`` and check that ``split`` (and
+        ``eval_split``) are its splits, so a bad setting stops the run before a model is built
+        (:mod:`agentgym.train.env_check`)."""
         from agentgym.train.env_check import check_env
 
+        try:
+            kwargs = self.kwargs(model)
+        except ValueError as e:  # a --model directory whose record cannot be read
+            raise ConfigError(f"--preset {self.preset}: {e}") from None
         splits = {"--split": self.split, **({"--eval-split": eval_split} if eval_split is not None else {})}
-        check_env(self.env_id, self.kwargs(), splits)
+        check_env(self.env_id, kwargs, splits)
 
 
 @dataclass
@@ -497,8 +532,8 @@ class TrainConfig:
                 group.validate()
         if self.rollout.layout == "window" and self.rollout.window < 0:
             raise ConfigError(f"--window must be >= 0, got {self.rollout.window}")
-        _check_history_layout(self.env, self.rollout.layout)
-        self.env.check_env(self.eval.eval_split if self.eval.eval_episodes > 0 else None)
+        self.env.check_env(self.model.model, self.eval.eval_split if self.eval.eval_episodes > 0 else None)
+        _check_history_layout(self.env, self.model.model, self.rollout.layout)
 
 
 @dataclass
@@ -533,8 +568,8 @@ class SFTRunConfig:
         self.model.validate()
         self.sft.validate()
         _at_least("window", self.window, 0)
-        _check_history_layout(self.env, self.layout)
-        self.env.check_env()
+        self.env.check_env(self.model.model)
+        _check_history_layout(self.env, self.model.model, self.layout)
 
 
 C = TypeVar("C")

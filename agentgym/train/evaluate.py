@@ -90,12 +90,22 @@ def trained_mistakes(model_dir: str) -> list[str]:
 def recorded_env_kwargs(model_dir: str, env_id: str) -> dict[str, Any] | None:
     """The env kwargs a checkpoint records for ``env_id`` (reward mode aside): an RL trainer's
     checkpoint, else a cold start's output (``agentgym_sft.json``); None when it records none."""
-    from agentgym.train.config import EnvConfig
+    from agentgym.train.presets import LEGACY_DEFAULTS, resolve_env_kwargs
+    from agentgym.train.setup import parse_env_kwargs
     from agentgym.train.sft import read_record
 
-    env = _trainer_extra(model_dir).get("config", {}).get("env", {})
+    extra = _trainer_extra(model_dir)
+    config = extra.get("config", {})
+    env = config.get("env", {})
     if env.get("env_id") == env_id:
-        kwargs = EnvConfig(env_id=env_id, env_kwargs=env.get("env_kwargs")).kwargs()
+        if isinstance(extra.get("env_kwargs"), dict):  # the kwargs the run resolved
+            kwargs = dict(extra["env_kwargs"])
+        elif "preset" in env:
+            kwargs = resolve_env_kwargs(env_id, config.get("model", {}).get("model"), env["preset"],
+                                        parse_env_kwargs(env.get("env_kwargs")))[1]
+        else:  # a run from before presets: its --env-kwargs replaced the trainers' defaults
+            kwargs = (parse_env_kwargs(env["env_kwargs"]) if env.get("env_kwargs") is not None
+                      else dict(LEGACY_DEFAULTS.get(env_id, {})))
     else:
         recipe = (read_record(model_dir) or {}).get("recipe", {})
         if recipe.get("env_id") != env_id or not isinstance(recipe.get("env_kwargs"), dict):
@@ -105,14 +115,14 @@ def recorded_env_kwargs(model_dir: str, env_id: str) -> dict[str, Any] | None:
     return kwargs
 
 
-def trained_env_kwargs(model_dir: str, env_id: str) -> dict[str, Any]:
-    """The env kwargs a checkpoint was trained with on ``env_id`` (reward mode aside: the
-    observation and action options among them), or the per-env defaults the trainers use when
-    the directory records none."""
-    from agentgym.train.config import default_env_kwargs
+def trained_env_kwargs(model_dir: str, env_id: str, preset: str = "auto") -> dict[str, Any]:
+    """The env kwargs a model is evaluated with on ``env_id`` when ``--env-kwargs`` is not given:
+    with ``preset="auto"`` those the checkpoint was trained with (reward mode aside: the
+    observation and action options among them), else the ``tiny`` preset for the built-in tiny
+    models, else the env's own defaults (:mod:`agentgym.train.presets`)."""
+    from agentgym.train.presets import resolve_env_kwargs
 
-    recorded = recorded_env_kwargs(model_dir, env_id)
-    return recorded if recorded is not None else default_env_kwargs(env_id)
+    return resolve_env_kwargs(env_id, model_dir, preset)[1]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,9 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--api-key", default=None, help="bearer token for --base-url")
     parser.add_argument("--env-id", default="ToolQA-v0", help="registered env id (`agentgym list`)")
+    parser.add_argument("--preset", default="auto",
+                        help="env kwargs the episodes start from: `auto` (those the checkpoint was trained with, "
+                             "else `tiny` for the built-in tiny models, else the env's own defaults), `tiny` or "
+                             "`none` (the env's own defaults)")
     parser.add_argument("--env-kwargs", default=None,
-                        help="JSON object of env keyword arguments (default: those the checkpoint was trained with, "
-                             "else the env's defaults as the trainers use them)")
+                        help="JSON object of env keyword arguments, merged over the preset's key by key "
+                             "(a null value removes a key)")
     parser.add_argument("--split", default="test", help="env split (empty string: the env's default)")
     parser.add_argument("--num-episodes", type=int, default=64, help="episodes to play")
     parser.add_argument("--batch-size", type=int, default=16, help="episodes played at once")
@@ -139,9 +153,15 @@ def main(argv: list[str] | None = None) -> int:
 
     import agentgym  # noqa: F401  registers the envs
     from agentgym.agents import HFPolicy, OpenAIPolicy, SamplingConfig
+    from agentgym.train.presets import check_preset, describe, resolve_env_kwargs
     from agentgym.train.setup import parse_env_kwargs
     from agentgym.train.state_file import TrainerStateError
 
+    try:
+        check_preset(args.preset)
+        overrides = parse_env_kwargs(args.env_kwargs) if args.env_kwargs is not None else {}
+    except ValueError as e:
+        parser.exit(2, f"agentgym eval: error: {e}\n")
     if not args.base_url:
         try:  # the checkpoint's own record first, before any weights are read
             _trainer_extra(args.model)
@@ -162,8 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         if device == "cpu":
             torch.set_num_threads(1)
         policy = HFPolicy(load_model(path, device, trainable=False), load_tokenizer(path), sampling)
-    env_kwargs = (parse_env_kwargs(args.env_kwargs) if args.env_kwargs is not None
-                  else trained_env_kwargs(args.model, args.env_id))
+    # a served model's name is no directory: `auto` gives it the env's own defaults
+    preset, env_kwargs = resolve_env_kwargs(args.env_id, None if args.base_url else args.model, args.preset, overrides)
+    print(f"env: {describe(args.env_id, preset, env_kwargs, args.preset)}")
     mistakes = [] if args.base_url else trained_mistakes(args.model)
     hook = None
     if mistakes:

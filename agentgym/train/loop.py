@@ -139,7 +139,9 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     if not on_gpu:
         set_cpu_threads(config.model.cpu_threads)
     bf16 = config.model.bf16 and on_gpu
-    env_kwargs = env_cfg.kwargs()
+    env_kwargs = env_cfg.kwargs(config.model.model)
+    if dist.is_main:
+        print(f"env: {env_cfg.describe(config.model.model)}", flush=True)
     with dist.main_first():  # rank 0 builds the tiny model and the cold start, the others load them
         base_model = resolve_model_path(config.model.model, (env_cfg.env_id,))
         if config.model.model in TINY_MODELS and config.cold_start.resolved(env_cfg.env_id).cold_start_steps > 0:
@@ -329,6 +331,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
                     save_checkpoint(run.output_dir, step + 1, model, tokenizer, optimizer,
                                     extra={"data_position": data_position, "prs_schedule": schedule.state_dict(),
                                            "extension": ext.state_dict(), "config": to_dict(config),
+                                           "env_kwargs": env_kwargs,
                                            "evaluation": dict(evaluation), "eval_curve": list(curve),
                                            "episodes_played": played, "train_seconds": seconds,
                                            "cold_start_tasks": excluded,

@@ -55,7 +55,7 @@ def _recipe(cfg: SFTRunConfig) -> dict[str, Any]:
         # without judge samples the run is the one made before the setting existed: keep its
         # recipe, so cold starts cached then are still reused
         sft.pop("judge_samples", None)
-    return {"env_id": cfg.env.env_id, "env_kwargs": cfg.env.kwargs(), "split": cfg.env.split,
+    return {"env_id": cfg.env.env_id, "env_kwargs": cfg.env.kwargs(cfg.model.model), "split": cfg.env.split,
             "model": cfg.model.model, "layout": cfg.layout, "window": cfg.window, "seed": cfg.seed,
             "sft": sft}
 
@@ -74,7 +74,7 @@ def expert_samples(cfg: SFTRunConfig, encoder, progress: bool = False):
     from agentgym.train.expert import expert_episode
     from agentgym.train.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
 
-    env = gym.make(cfg.env.env_id, expert=True, **cfg.env.kwargs())
+    env = gym.make(cfg.env.env_id, expert=True, **cfg.env.kwargs(cfg.model.model))
     try:
         listed = env.unwrapped.task_ids(cfg.env.split) if hasattr(env.unwrapped, "task_ids") else None
         chosen = cold_start_tasks(listed, cfg.seed, cfg.sft.num_episodes) if listed is not None else None
@@ -121,7 +121,7 @@ def judge_samples(cfg: SFTRunConfig, encoder):
     from agentgym.train.gcd.coldstart import judge_cold_start_samples
     from agentgym.train.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
 
-    env = gym.make(cfg.env.env_id, expert=True, **cfg.env.kwargs())
+    env = gym.make(cfg.env.env_id, expert=True, **cfg.env.kwargs(cfg.model.model))
     try:
         listed = env.unwrapped.task_ids(cfg.env.split) if hasattr(env.unwrapped, "task_ids") else None
         chosen = cold_start_tasks(listed, cfg.seed, cfg.sft.num_episodes) if listed is not None else None
@@ -209,6 +209,8 @@ def run_sft(cfg: SFTRunConfig) -> str:
         set_cpu_threads(cfg.model.cpu_threads)
     bf16 = cfg.model.bf16 and device.startswith("cuda")
     seed_everything(cfg.seed)
+    if not cfg.quiet:
+        print(f"sft: env {cfg.env.describe(cfg.model.model)}", flush=True)
     base_model = resolve_model_path(cfg.model.model, (cfg.env.env_id,))
     tokenizer = load_tokenizer(base_model)
     model = load_model(base_model, device)

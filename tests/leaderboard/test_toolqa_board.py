@@ -102,6 +102,22 @@ def test_tiny_model_rows_carry_checkpoint_and_template_hashes(tmp_path, tiny_pat
     assert stamps["policy"] == "HFPolicy"
 
 
+def test_the_built_in_tiny_model_plays_with_the_tiny_presets_settings_a_directory_with_its_own(tiny_path):
+    from agentgym.leaderboard.specs import make_agent
+    from agentgym.train.presets import preset_kwargs
+
+    tiny, directory = make_agent("tiny"), make_agent(f"dir={tiny_path}")
+    try:
+        # the board keeps its own tasks and turn limit (question_kinds, max_turns)
+        assert tiny.trained_env_kwargs("ToolQA-v0") == {
+            k: v for k, v in preset_kwargs("tiny", "ToolQA-v0").items() if k not in ("question_kinds", "max_turns")}
+        assert tiny.trained_env_kwargs("ScienceWorld-v0") == {}
+        assert directory.trained_env_kwargs("ToolQA-v0") == {}  # records nothing: the env's own defaults
+    finally:
+        tiny.close()
+        directory.close()
+
+
 def test_repeats_merge_and_the_command_line(tmp_path, capsys):
     a, b, whole = (str(tmp_path / n) for n in ("a", "b", "whole"))
     args = ["leaderboard", "--agents", "random", "--envs", "ToolQA-v0", "--split", "test", "--repeats", "2",

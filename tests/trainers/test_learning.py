@@ -37,7 +37,7 @@ def eval_reward(path):
 
 @pytest.mark.slow
 def test_grpo_raises_reward_after_sft_cold_start(tmp_path):
-    cold = sft.main(build(SFTRunConfig, model="tiny", env_kwargs=TOOLQA_SMALL, num_steps=100, num_episodes=128, learning_rate=3e-3, lr_schedule="constant",
+    cold = sft.main(build(SFTRunConfig, model="tiny", preset="none", env_kwargs=TOOLQA_SMALL, num_steps=100, num_episodes=128, learning_rate=3e-3, lr_schedule="constant",
                              output_dir=str(tmp_path / "sft"), seed=SEED, quiet=True))
     before = eval_reward(cold)
     steps = 20

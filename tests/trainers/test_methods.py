@@ -150,5 +150,6 @@ def test_bare_resume_means_auto_and_env_kwargs_default_per_env():
     assert parse(TrainConfig, ["--resume"]).run.resume == "auto"
     assert parse(TrainConfig, ["--resume", "--num-steps", "3"]).run.resume == "auto"
     alf = parse(TrainConfig, ["--env-id", "ALFWorld-v0", "--layout", "window"])
-    assert "question_kinds" not in alf.env.kwargs()
-    assert parse(TrainConfig, []).env.kwargs()["question_kinds"] == ["single_hop"]
+    assert "question_kinds" not in alf.env.kwargs(alf.model.model)
+    tiny = parse(TrainConfig, [])  # the built-in tiny model: the tiny preset
+    assert tiny.env.kwargs(tiny.model.model)["question_kinds"] == ["single_hop"]

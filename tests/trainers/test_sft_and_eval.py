@@ -68,12 +68,14 @@ def test_eval_cli_plays_with_the_env_kwargs_the_checkpoint_was_trained_with(tmp_
     from agentgym.train.config import TrainConfig
     from agentgym.train.evaluate import trained_env_kwargs
     from agentgym.train.loop import train
+    from agentgym.train.presets import preset_kwargs
 
     train(build(TrainConfig, env_kwargs='{"question_kinds": ["single_hop"], "max_turns": 1}', num_steps=1,
                 num_groups=1, group_size=2, max_new_tokens=4, cold_start_steps=0, eval_episodes=0, progress=False,
                 quiet=True, tensorboard=False, output_dir=str(tmp_path)))
     ckpt = str(tmp_path / "checkpoints" / "step_1")
-    assert trained_env_kwargs(ckpt, "ToolQA-v0") == {"question_kinds": ["single_hop"], "max_turns": 1}
+    # --env-kwargs merged over the tiny preset of the default model, as recorded in the checkpoint
+    assert trained_env_kwargs(ckpt, "ToolQA-v0") == {**preset_kwargs("tiny", "ToolQA-v0"), "max_turns": 1}
     assert trained_env_kwargs(ckpt, "ALFWorld-v0") == {}
     out = tmp_path / "r.json"
     assert cli_main(["eval", "--model", ckpt, "--num-episodes", "2", "--batch-size", "2", "--max-new-tokens", "4",
@@ -106,7 +108,7 @@ def test_chatty_answers_rewrite_that_share_of_the_expert_answers_and_nothing_els
             value = p.split("<answer>")[1].split("</answer>")[0]
             assert c == p.replace(f"<answer>{value}</answer>", f"<answer>The answer is {value}.</answer>")
     with pytest.raises(ValueError, match="chatty-answers"):
-        expert_samples(build(SFTRunConfig, model="tiny", env_id="ALFWorld-v0",
+        expert_samples(build(SFTRunConfig, model="tiny", preset="none", env_id="ALFWorld-v0",
                              num_episodes=2, chatty_answers=0.5), ChatEncoder(tok))
 
 
