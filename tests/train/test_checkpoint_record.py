@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from agentgym.train.checkpoint_record import CheckpointRecord, read_checkpoint
+from agentgym.train.extensions import recorded_extensions
 from agentgym.train.run_state import RunState
 from agentgym.train.state_file import TrainerStateError, read_state, write_state
 
@@ -96,3 +97,17 @@ def test_a_state_that_cannot_resume_is_one_error_naming_the_file(tmp_path, tree,
         read_checkpoint(tmp_path)
     assert str(tmp_path) in str(caught.value)
 
+
+def test_evaluation_rebuilds_the_recorded_extensions_and_their_prompt(tmp_path):
+    write_state(tmp_path, saved_tree(extension={"gcd": saved_tree()["extra"]["extension"]["gcd"], "mine": {"x": 1}}))
+    record = read_checkpoint(tmp_path, tensors=False)
+    extensions = recorded_extensions(record.config, record.state.extension)
+    assert [e.name for e in extensions.items] == ["gcd"]  # a user's own extension is not rebuilt
+    gcd = extensions.items[0]
+    assert gcd.cfg.lam == 0.5 and gcd.correction.mistakes == MISTAKES and gcd.correction.refreshed_at == 4
+    assert extensions.system_prompt_note() == 'GCD "Common mistakes" list (2 items) appended'
+    prompt = extensions.system_prompt("Act.")
+    assert prompt.startswith("Act.") and all(m in prompt for m in MISTAKES)
+    off = {**record.config, "gcd": {**record.config["gcd"], "correction": False}}
+    plain = recorded_extensions(off, record.state.extension)
+    assert plain.system_prompt("Act.") == "Act." and plain.system_prompt_note() is None
