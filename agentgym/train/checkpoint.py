@@ -3,8 +3,10 @@
 Layout of ``OUTPUT_DIR/checkpoints/step_<N>/``: the model and tokenizer as ``save_pretrained``
 writes them (so a checkpoint is also an ordinary model directory for ``agentgym eval``), and the
 rest in ``trainer_state.json`` + ``trainer_state.safetensors`` (:mod:`agentgym.train.state_file`:
-formats that run no code when read). ``OUTPUT_DIR/checkpoints/latest`` names the newest complete
-one; it is written last, so a run killed while saving resumes from the previous checkpoint.
+formats that run no code when read), whose tree a
+:class:`~agentgym.train.checkpoint_record.CheckpointRecord` reads and writes.
+``OUTPUT_DIR/checkpoints/latest`` names the newest complete one; it is written last, so a run
+killed while saving resumes from the previous checkpoint.
 
 Resuming trusts nothing it reads: :func:`resume_point` takes ``latest`` only when it names a
 complete ``step_<N>`` folder beside it, otherwise falls back to the newest complete checkpoint and
