@@ -196,6 +196,11 @@ class GCD(TrainerExtension):
         if "correction" in state:
             self.correction.load_state_dict(state["correction"])
 
+    def system_prompt_note(self) -> str | None:
+        if not (self.cfg.correction and self.correction.mistakes):
+            return None
+        return f'GCD "Common mistakes" list ({len(self.correction.mistakes)} items) appended'
+
     # ----- labels from the external judge -----
     def _external_labels(self, ctx, items, critiques, m):
         from agentgym.train.gcd.external import JudgeUnavailable
@@ -399,6 +404,15 @@ class GCD(TrainerExtension):
         from tqdm.auto import tqdm
 
         tqdm.write(text, file=sys.stderr if err else sys.stdout)
+
+
+def trained_mistakes(model_dir: str) -> list[str]:
+    """The "Common mistakes" list a checkpoint was trained with (empty when there is none, or when
+    the run had ``--no-gcd.correction``): evaluation puts it in the system prompt, as training did."""
+    from agentgym.train.evaluate import trained_extensions
+
+    gcd = next((e for e in trained_extensions(model_dir).items if isinstance(e, GCD)), None)
+    return list(gcd.correction.mistakes) if gcd is not None and gcd.cfg.correction else []
 
 
 def gcd_extensions(config) -> list[TrainerExtension]:
