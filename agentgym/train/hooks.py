@@ -1,23 +1,40 @@
-"""Extension points of the training loop, so VSPO, GiGPO, DAPO and GCD stay small.
+"""Extension points of the training loop, so VSPO, GiGPO, DAPO, GCD and PPO stay small.
 
-A :class:`TrainerExtension` sees each step at these points, in this order:
+A :class:`TrainerExtension` sees the run at these points, in this order:
 
+0. ``build(run, model)``: once, in setup, after the policy is loaded and before the optimizer is
+   made: add modules of its own (PPO's value head) and return their parameters as optimizer
+   parameter groups. A checkpoint is restored after it, so ``load_state_dict`` finds them built.
 1. ``system_prompt(prompt)``: rewrite the system prompt of every episode before its first turn
    (GCD's "Common mistakes" list).
 2. ``after_rollout(ctx, episodes)``: replace or add episodes before advantages are computed (VSPO
    drops zero-advantage groups and plays resampled tasks with ``ctx.collect``; DAPO keeps groups
    with reward spread and oversamples).
 3. ``transform_advantages(ctx, advantages, episodes)``: reshape advantages, one array per episode
-   with one value per turn (VSPO's value-smoothing scale and clip; GiGPO's step term).
+   with one value per turn (VSPO's value-smoothing scale and clip; GiGPO's step term), or replace
+   them (PPO's GAE over turns from its value head).
 4. ``extra_samples(ctx, episodes)``: add training samples of another ``kind`` (GCD's judge
    samples). ``sample_kinds[kind]`` gives that kind's loss weight and loss settings, so the
    objective is ``L_policy + sum_kind w_kind * L_kind`` in one backward pass.
+5. ``extra_loss(batch)``, in the update, once per micro-batch that holds any of its
+   ``loss_items``: a loss term of its own, on the micro-batch's log-probabilities or (with
+   ``needs_hidden_states``) the policy's last hidden states, added to that micro-batch's loss
+   before its backward pass (PPO's value loss). It returns a sum over its items; the update
+   divides by the optimizer batch's item count (over every rank), so micro-batches add up to a mean.
+
+``cold_start_samples(run, env, tasks)`` is where a method contributes samples of its own to the SFT
+cold start (GCD's judge samples once they move here); the cold start does not ask for them yet.
 
 ``metrics()`` is merged into the step's logged metrics and ``state_dict``/``load_state_dict`` go
-into checkpoints, so extensions resume exactly. ``agentgym eval`` rebuilds a checkpoint's
-extensions the same way (:func:`agentgym.train.extensions.recorded_extensions`: the recorded
-settings, then ``load_state_dict``) and evaluates with their ``system_prompt``, printing
-``system_prompt_note()``. :class:`Extensions` chains several in order.
+into checkpoints (tensors too: a value head's weights resume bitwise), so extensions resume
+exactly. ``agentgym eval`` rebuilds a checkpoint's extensions the same way
+(:func:`agentgym.train.extensions.recorded_extensions`: the recorded settings, then
+``load_state_dict``) and evaluates with their ``system_prompt``, printing ``system_prompt_note()``.
+:class:`Extensions` chains several in order.
+
+What an extension reads of the run is a typed :class:`~agentgym.train.run_view.RunView` (output
+directory, sampling, layout, device and autocast, rank and world size, tokenizer): ``ctx.run`` in
+the step hooks, the ``run`` argument of ``build``.
 
 Data-parallel (``torchrun``), each rank runs the hooks on its own groups, with its own state
 (saved per rank); ``summed_metrics`` names the metrics that count things, summed over ranks where
@@ -27,12 +44,17 @@ the others are averaged (:func:`agentgym.train.distributed.reduce_metrics`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
+from agentgym.agents.base import Policy
 from agentgym.train.rollout import Episode, GroupRequest
+from agentgym.train.run_view import RunView
 from agentgym.train.samples import Sample
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass
@@ -58,7 +80,8 @@ class StepContext:
     next_requests: Callable[..., list[GroupRequest]]
     """``next_requests(n, tag="batch")``: the next ``n`` tasks of the run's stream (advances the
     saved data position)."""
-    policy: Any
+    policy: Policy
+    """The policy that plays the episodes (``generate`` under ``run.autocast()``, as the rollout)."""
     tokenizer: Any
     group_size: int
     num_groups: int
@@ -66,12 +89,39 @@ class StepContext:
     """Randomness of this step for the extension's own draws (seeded by run seed and step, so a
     resumed run draws the same)."""
     config: Any = None
-    """The run's :class:`agentgym.train.config.TrainConfig`."""
+    """The run's whole :class:`agentgym.train.config.TrainConfig`, for code written before
+    :attr:`run`; extensions read :attr:`run`."""
     info: dict = field(default_factory=dict)
     """Scratch space shared by the extensions of one step."""
     dist: Any = None
     """This process's :class:`agentgym.train.distributed.Dist` (rank, world size, collectives); None
     outside the training loop. ``group_size`` and ``num_groups`` are this rank's."""
+    run: RunView | None = None
+    """The run's settings, typed (:class:`~agentgym.train.run_view.RunView`); made from
+    ``config``, ``tokenizer`` and ``dist`` when not given, so it is never None."""
+
+    def __post_init__(self) -> None:
+        if self.run is None:
+            self.run = RunView.of(self.config, tokenizer=self.tokenizer, dist=self.dist)
+
+
+@dataclass
+class MicroBatch:
+    """One forward pass of the update, as :meth:`TrainerExtension.extra_loss` sees it. Rows are
+    the samples, right-padded; position t of ``logprobs`` scores token t + 1."""
+
+    kind: str
+    """the samples' kind (a micro-batch holds one kind: ``policy``, GCD's ``judge``...)"""
+    samples: Sequence[Sample]
+    input_ids: "torch.Tensor"
+    """``[batch, length]``"""
+    attention_mask: "torch.Tensor"
+    """``[batch, length]``, 0 on padding"""
+    logprobs: "torch.Tensor"
+    """``[batch, length - 1]`` next-token log-probabilities under the current policy, with grad"""
+    hidden: "torch.Tensor | None" = None
+    """``[batch, length, hidden]`` the policy's last hidden state (after its final norm), with
+    grad; only when an extension of the batch has ``needs_hidden_states``"""
 
 
 class TrainerExtension:
@@ -81,6 +131,18 @@ class TrainerExtension:
     sample_kinds: dict[str, SampleKind] = {}
     summed_metrics: frozenset[str] = frozenset()
     """metric names that count things (groups, samples): summed over ranks, not averaged"""
+    needs_hidden_states: bool = False
+    """:meth:`extra_loss` reads :attr:`MicroBatch.hidden` (the update then asks the model for it)"""
+
+    def build(self, run: RunView, model) -> list[dict[str, Any]]:
+        """Once per run, in setup, after the policy ``model`` is loaded (on ``run.device``) and
+        before the optimizer is made: build the extension's own modules (PPO's value head) and
+        return their trainable parameters as optimizer parameter groups, ``{"params": [...]}``
+        plus any AdamW setting of their own (``lr``...; unset ones are the run's). They are
+        trained by the same optimizer steps as the policy, with one gradient clip over all of
+        them, and their optimizer state is checkpointed with the policy's; their weights go into
+        checkpoints through :meth:`state_dict`. ``[]`` (the default): no parameters of its own."""
+        return []
 
     def system_prompt(self, prompt: str) -> str:
         return prompt
@@ -93,6 +155,28 @@ class TrainerExtension:
         return advantages
 
     def extra_samples(self, ctx: StepContext, episodes: Sequence[Episode]) -> list[Sample]:
+        return []
+
+    def loss_items(self, sample: Sample) -> int:
+        """How many terms of :meth:`extra_loss` ``sample`` holds (PPO: one value per turn of a
+        policy sample of this step). The update sums it over its optimizer batch, on every rank,
+        before the first backward pass, and divides the extra loss by it. 0 (the default): none,
+        and :meth:`extra_loss` is not called for a micro-batch whose samples all hold none."""
+        return 0
+
+    def extra_loss(self, batch: MicroBatch) -> "tuple[torch.Tensor, dict[str, float]] | None":
+        """A loss term of the extension's own on one micro-batch of the update: the *sum* over the
+        micro-batch's :meth:`loss_items` of its per-item loss, its weight included, with grad (to
+        the policy through ``batch.logprobs`` / ``batch.hidden``, and to the extension's own
+        parameters); the update adds ``term / items`` (the optimizer batch's items) to the
+        micro-batch's loss before its backward pass. The metrics are sums over the same items,
+        logged as their mean per item (e.g. ``{"loss/value": ...}``). None: no term here."""
+        return None
+
+    def cold_start_samples(self, run: RunView, env, tasks: Sequence[dict]) -> list[Sample]:
+        """Samples the extension adds to the SFT cold start (``env``: the cold start's env, made
+        with ``expert=True``; ``tasks``: the reset options of its tasks). Not asked for yet: the
+        cold start still makes GCD's judge samples itself (``--cold-start-judge-samples``)."""
         return []
 
     def metrics(self) -> dict[str, float]:
@@ -122,11 +206,15 @@ class Extensions(TrainerExtension):
             raise ValueError(f"extension names must be unique (they key checkpoint state): {names}")
         self.sample_kinds = {}
         self.summed_metrics = frozenset().union(*(e.summed_metrics for e in self.items))
+        self.needs_hidden_states = any(e.needs_hidden_states for e in self.items)
         for e in self.items:
             clash = set(e.sample_kinds) & (set(self.sample_kinds) | {"policy"})
             if clash:
                 raise ValueError(f"sample kind(s) {sorted(clash)} of {e.name!r} are already taken")
             self.sample_kinds.update(e.sample_kinds)
+
+    def build(self, run, model):
+        return [group for e in self.items for group in e.build(run, model)]
 
     def system_prompt(self, prompt):
         for e in self.items:
@@ -148,6 +236,15 @@ class Extensions(TrainerExtension):
 
     def extra_samples(self, ctx, episodes):
         return [s for e in self.items for s in e.extra_samples(ctx, episodes)]
+
+    def cold_start_samples(self, run, env, tasks):
+        return [s for e in self.items for s in e.cold_start_samples(run, env, tasks)]
+
+    def loss_terms(self) -> list[TrainerExtension]:
+        """The extensions that define an :meth:`extra_loss`, each asked by the update with its own
+        item count (so each term is its own mean)."""
+        flat = [t for e in self.items for t in (e.loss_terms() if isinstance(e, Extensions) else [e])]
+        return [e for e in flat if type(e).extra_loss is not TrainerExtension.extra_loss]
 
     def metrics(self):
         return {k: v for e in self.items for k, v in e.metrics().items()}

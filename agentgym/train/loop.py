@@ -219,6 +219,7 @@ def _update(run: RunSetup, samples) -> dict[str, float]:
     kinds = run.extensions.sample_kinds
     loss_cfg, loss_weights = o.loss_config(), {kind: k.weight for kind, k in kinds.items()}
     loss_configs = {kind: k.loss for kind, k in kinds.items() if k.loss is not None}
+    loss_terms = run.extensions.loss_terms()
     if dist.sum_floats([len(samples)])[0] == 0:  # on every rank
         return {"update/skipped": 1.0}
     ref_lp = (sample_logprobs(run.ref_model, samples, pad_id, o.micro_batch_size, temperature, bf16)
@@ -236,7 +237,7 @@ def _update(run: RunSetup, samples) -> dict[str, float]:
                              temperature, ref_logprobs=[ref_lp[i] for i in pick] if ref_lp is not None else None,
                              old_logprobs=[old_lp[i] for i in pick] if old_lp is not None else None,
                              loss_weights=loss_weights, max_grad_norm=o.max_grad_norm, bf16=bf16,
-                             loss_configs=loss_configs, dist=dist))
+                             loss_configs=loss_configs, dist=dist, loss_terms=loss_terms))
     out: dict[str, float] = {"update/skipped": 0.0, "update/optimizer_steps": float(len(steps))}
     for key in dict.fromkeys(k for m in steps for k in m):  # first-seen order, the same every run
         values = [m[key] for m in steps if key in m and not np.isnan(m[key])]

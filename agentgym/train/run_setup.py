@@ -21,9 +21,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from agentgym.train.checkpoint_record import CheckpointRecord
-from agentgym.train.config import TINY_MODELS, SFTConfig, SFTRunConfig, TrainConfig, to_dict
+from agentgym.train.config import TINY_MODELS, ConfigError, SFTConfig, SFTRunConfig, TrainConfig, to_dict
 from agentgym.train.hooks import Extensions, StepContext, TrainerExtension
 from agentgym.train.run_state import RunState
+from agentgym.train.run_view import RunView
 
 
 @dataclass
@@ -61,6 +62,8 @@ class RunSetup:
     logger: Any = None
     """the :class:`agentgym.train.metrics.MetricsLogger` (rank 0 only)"""
     dir_lock: Any = None
+    view: RunView | None = None
+    """what the extensions read of the run (:class:`~agentgym.train.run_view.RunView`)"""
 
     @property
     def policy(self):
@@ -76,7 +79,7 @@ class RunSetup:
         c = self.config
         rng = np.random.default_rng([c.run.seed, step, 0xE7] + ([self.dist.rank] if self.dist.active else []))
         return StepContext(step, self.collector, next_requests, self.policy, self.tokenizer, c.rollout.group_size,
-                           c.rollout.num_groups // self.dist.world_size, rng, c, dist=self.dist)
+                           c.rollout.num_groups // self.dist.world_size, rng, c, dist=self.dist, run=self.view)
 
     def close(self) -> None:
         """Close the logger, the envs and the process group, and release the output directory."""
@@ -181,7 +184,13 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     if config.model.fsdp:
         model = fsdp.shard(model, device, dist.world_size)
         ref_model = fsdp.shard(ref_model, device, dist.world_size) if ref_model is not None else None
+    view = RunView.of(config, tokenizer=tokenizer, device=device, bf16=config.model.bf16 and on_gpu, dist=dist)
+    own_groups = ext.build(view, model)  # an extension's own modules (PPO's value head), before the optimizer
+    if own_groups and config.model.fsdp:
+        raise ConfigError(f"{name}: extensions with parameters of their own do not run under --fsdp yet")
     optimizer = torch.optim.AdamW(model.parameters(), lr=o.learning_rate, weight_decay=o.weight_decay)
+    for group in own_groups:
+        optimizer.add_param_group(dict(group))
     sampling = SamplingConfig(max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p)
     generator = make_generator(config, model, tokenizer, sampling, str(checkpoint or base_model))
     probe = gym.make(env_cfg.env_id, **env_kwargs)
@@ -200,7 +209,8 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
                                         rollout_mode=r.rollout_mode),
                           sampling, {"split": env_cfg.split}, device, config.model.bf16 and on_gpu, ext.system_prompt)
     setup = RunSetup(config, name, dist, device, config.model.bf16 and on_gpu, env_kwargs, tokenizer, model, ref_model,
-                     optimizer, generator, envs, collector, stream, excluded, spec, schedule, ext, dir_lock=dir_lock)
+                     optimizer, generator, envs, collector, stream, excluded, spec, schedule, ext, dir_lock=dir_lock,
+                     view=view)
     state = restore(setup, record) if record is not None else RunState()
     if dist.is_main:
         setup.logger = MetricsLogger(run.output_dir, resume_step=state.step if record is not None else None,

@@ -32,6 +32,8 @@ class Sample:
     token_advantages: list[float] | None = None
     """Per token of ``input_ids`` (used instead of ``advantage`` when set): turns of one
     ``concat`` sequence with different advantages."""
+    turn: int = -1
+    """``window`` layout: the turn of its episode it holds (-1: all of them, or none)."""
 
     def __post_init__(self) -> None:
         if len(self.input_ids) != len(self.loss_mask):
@@ -78,10 +80,10 @@ def episode_samples(episodes: Sequence[Episode], advantages: Sequence, layout: s
             out.append(Sample(list(ep.concat_ids), list(ep.concat_mask), float(adv[0]), episode=i,
                               token_advantages=token_adv))
         elif layout == "window":
-            for turn, a in zip(ep.turns, adv):
+            for t, (turn, a) in enumerate(zip(ep.turns, adv)):
                 ids = turn.completion.token_ids
                 out.append(Sample(list(turn.prompt_ids) + list(ids), [0] * len(turn.prompt_ids) + [1] * len(ids),
-                                  float(a), episode=i))
+                                  float(a), episode=i, turn=t))
         else:
             raise ValueError(f"unknown layout {layout!r}")
     return out

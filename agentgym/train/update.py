@@ -19,6 +19,7 @@ import torch
 
 from agentgym.train.distributed import Dist, all_reduce_grads
 from agentgym.train.fsdp import gathered, is_sharded
+from agentgym.train.hooks import MicroBatch, TrainerExtension
 from agentgym.train.loss import LossConfig, policy_loss
 from agentgym.train.samples import Sample
 
@@ -57,8 +58,27 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
 
     Logits are divided by the sampling temperature so these match the distribution that sampled.
     """
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits[:, :-1]
-    logits = logits.float()
+    return logprobs_and_hidden(model, input_ids, attention_mask, temperature)[0]
+
+
+def logprobs_and_hidden(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, temperature: float = 1.0,
+                        hidden: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """:func:`token_logprobs`, and with ``hidden`` the model's last hidden state (``[batch, length,
+    hidden]``, after its final norm) from the same forward pass (None without)."""
+    extra = {"output_hidden_states": True} if hidden else {}
+    out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False, **extra)
+    return _logprobs(out.logits, input_ids, temperature), (out.hidden_states[-1] if hidden else None)
+
+
+def last_hidden_state(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The model's last hidden state, ``[batch, length, hidden]``: what :func:`logprobs_and_hidden`
+    gives the update, for an extension's own passes (PPO's values before the update)."""
+    out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False, output_hidden_states=True)
+    return out.hidden_states[-1]
+
+
+def _logprobs(logits: torch.Tensor, input_ids: torch.Tensor, temperature: float) -> torch.Tensor:
+    logits = logits[:, :-1].float()
     if temperature not in (0, 1):
         logits = logits / temperature
     targets = input_ids[:, 1:]
@@ -174,6 +194,7 @@ def train_step(
     bf16: bool = False,
     loss_configs: Mapping[str, LossConfig] | None = None,
     dist: Dist | None = None,
+    loss_terms: Sequence[TrainerExtension] = (),
 ) -> dict[str, float]:
     """One optimizer step on ``samples``; returns metrics.
 
@@ -181,6 +202,10 @@ def train_step(
     rollout batch), so the ratio's denominator is the current logprob, detached.
     ``loss_configs[kind]`` is the loss of samples of that kind (default: ``cfg``), so GCD's judge
     samples can clip and aggregate differently from the policy's.
+    ``loss_terms``: extensions whose :meth:`~agentgym.train.hooks.TrainerExtension.extra_loss` is
+    added to each micro-batch holding any of their ``loss_items``, divided by the batch's item count
+    (PPO's value loss); the optimizer's every parameter group (an extension's own parameters too)
+    is clipped and stepped.
     With an active ``dist`` every rank calls this together with its own samples (none is allowed);
     the step and the returned metrics are those of all ranks' samples as one batch.
     """
@@ -198,15 +223,21 @@ def train_step(
         token_mean = configs[s.kind].aggregation == "token-mean"
         add = (s.num_loss_tokens - (1 if s.loss_mask and s.loss_mask[0] else 0)) if token_mean else 1
         normalizers[s.kind] = normalizers.get(s.kind, 0.0) + add
+    # each extension's loss items per sample, and in the whole batch (every rank's)
+    items = [[term.loss_items(s) for s in samples] for term in loss_terms]
+    term_totals = [float(sum(per_sample)) for per_sample in items]
     if dist.active:
         # the global batch's loss tokens (or sequences) per kind, and which kinds any rank has
         kinds = sorted(weights)
         present = [float(any(s.kind == k for s in samples)) for k in kinds]
-        totals = dist.sum_floats([normalizers.get(k, 0.0) for k in kinds] + present)
+        totals = dist.sum_floats([normalizers.get(k, 0.0) for k in kinds] + present + term_totals)
         normalizers = {k: totals[j] for j, k in enumerate(kinds) if totals[len(kinds) + j] > 0}
+        term_totals = totals[2 * len(kinds):]
+    params = [p for group in optimizer.param_groups for p in group["params"]]
     model.train()
     optimizer.zero_grad(set_to_none=True)
     sums: dict[str, float] = {}
+    term_sums: dict[str, float] = {}
     batches = _micro_batches(samples, micro_batch_size)
     # FSDP gathers weights and reduce-scatters gradients in every forward and backward, so every
     # rank runs as many as the busiest one (empty ones, with zero loss, after its own)
@@ -214,14 +245,28 @@ def train_step(
     for idx in batches:
         kind = samples[idx[0]].kind
         batch = pad_batch([samples[i] for i in idx], pad_id, device)
+        terms = [(term, total) for term, per_sample, total in zip(loss_terms, items, term_totals)
+                 if any(per_sample[i] for i in idx)]
         with autocast_context(device, bf16):
-            lp = token_logprobs(model, batch["input_ids"], batch["attention_mask"], temperature)
+            lp, hidden = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], temperature,
+                                             hidden=any(term.needs_hidden_states for term, _ in terms))
         width = lp.shape[1]
         old = lp.detach() if old_logprobs is None else _stack([old_logprobs[i] for i in idx], width, device)
         ref = _stack([ref_logprobs[i] for i in idx], width, device) if ref_logprobs is not None else None
         loss, stats = policy_loss(lp, old, batch["advantages"], batch["loss_mask"], configs[kind], ref_logprobs=ref,
                                   normalizer=normalizers[kind])
-        (weights[kind] * loss).backward()
+        total = weights[kind] * loss
+        for term, count in terms:
+
+            with autocast_context(device, bf16):
+                extra = term.extra_loss(MicroBatch(kind, [samples[i] for i in idx], batch["input_ids"],
+                                                   batch["attention_mask"], lp, hidden))
+            if extra is not None:
+                value, term_metrics = extra
+                total = total + value.float() / count
+                for key, v in term_metrics.items():
+                    term_sums[key] = term_sums.get(key, 0.0) + float(v) / count
+        total.backward()
         for key, value in stats.items():
             sums[f"{kind}/{key}"] = sums.get(f"{kind}/{key}", 0.0) + value
         sums[f"{kind}/loss"] = sums.get(f"{kind}/loss", 0.0) + float(loss.detach())
@@ -235,16 +280,19 @@ def train_step(
         # in length, extensions add or drop samples, a rank may have none), and DDP's per-backward
         # hooks need every rank in every backward. One summed all-reduce after accumulation is the
         # same communication DDP does under no_sync(), without that constraint.
-        all_reduce_grads(dist, model.parameters())
+        all_reduce_grads(dist, params)
     grad_norm = float("nan")
     if max_grad_norm is not None and max_grad_norm > 0:
-        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
         grad_norm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     if dist.active:
         keys = [f"{kind}/{key}" for kind in sorted(weights) for key in STAT_KEYS]
         sums = dict(zip(keys, dist.sum_floats([sums.get(k, 0.0) for k in keys])))
+        if loss_terms:  # a rank whose samples held no item has no key: name them all, in one order
+            names = sorted({k for part in dist.all_gather(sorted(term_sums)) for k in part})
+            term_sums = dict(zip(names, dist.sum_floats([term_sums.get(k, 0.0) for k in names])))
     metrics = {"grad_norm": grad_norm}
     for kind in normalizers:
         tokens = max(sums.get(f"{kind}/tokens", 0.0), 1.0)
@@ -256,4 +304,5 @@ def train_step(
             metrics["clip_ratio"] = sums.get("policy/clipped_sum", 0.0) / tokens
             metrics["ratio/mean"] = sums.get("policy/ratio_sum", 0.0) / tokens
             metrics["tokens/loss"] = sums.get("policy/tokens", 0.0)
+    metrics.update(term_sums)
     return metrics

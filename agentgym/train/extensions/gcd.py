@@ -246,13 +246,12 @@ class GCD(TrainerExtension):
         m.update(judgment_metrics([], []))
         if not kept:
             return []
-        r = getattr(ctx.config, "rollout", None)
         encoder = ChatEncoder(ctx.tokenizer)
-        limit = r.max_prompt_tokens if r is not None else None
+        limit = ctx.run.max_prompt_tokens
         prompts, steps = [], []
         for label, step in kept:
             ids = encoder.prompt_ids(judge_prompt(step.task, step.observation, step.action, self.correction.mistakes))
-            if limit is not None and len(ids) > limit:
+            if len(ids) > limit:
                 continue  # a prompt past the rollout's limit would not fit the model either
             prompts.append(ids)
             steps.append((label, step))
@@ -260,16 +259,14 @@ class GCD(TrainerExtension):
         if not steps:
             return []
         sampling = SamplingConfig(max_new_tokens=self.cfg.judge_max_new_tokens,
-                                  temperature=r.temperature if r is not None else 1.0,
-                                  top_p=r.top_p if r is not None else 1.0)
+                                  temperature=ctx.run.sampling.temperature, top_p=ctx.run.sampling.top_p)
         k = self.cfg.k
         t0 = time.perf_counter()
         with self._autocast(ctx):
             completions = ctx.policy.generate([ids for ids in prompts for _ in range(k)], sampling)
         m["time/judge_generate"] = time.perf_counter() - t0
         rewards = [judge_reward(c.text, steps[j // k][0]) for j, c in enumerate(completions)]
-        std = getattr(getattr(ctx.config, "optim", None), "std_normalize", True)
-        adv = group_advantages(rewards, [j // k for j in range(len(completions))], normalize_std=std)
+        adv = group_advantages(rewards, [j // k for j in range(len(completions))], normalize_std=ctx.run.std_normalize)
         samples, verdicts = [], []
         for j, (label, step) in enumerate(steps):
             said = []
@@ -292,15 +289,7 @@ class GCD(TrainerExtension):
     @staticmethod
     def _autocast(ctx):
         # generate under the same autocast as the rollout, so judgments are sampled like actions
-        import contextlib
-
-        from agentgym.train.update import autocast_context
-
-        model = getattr(ctx.policy, "model", None)
-        if model is None or ctx.config is None:
-            return contextlib.nullcontext()
-        device = next(model.parameters()).device
-        return autocast_context(device, bool(ctx.config.model.bf16))
+        return ctx.run.autocast()
 
     # ----- prompt-based correction -----
     def _correct(self, ctx, critiques: list[str], m) -> None:
@@ -369,7 +358,7 @@ class GCD(TrainerExtension):
 
     # ----- the list as text -----
     def _log_path(self, ctx) -> Path | None:
-        out = getattr(getattr(ctx.config, "run", None), "output_dir", None)
+        out = ctx.run.output_dir
         return Path(out) / MISTAKES_FILE if out else None
 
     def _trim_log(self, ctx, upto: int) -> None:
@@ -399,7 +388,7 @@ class GCD(TrainerExtension):
 
     @staticmethod
     def _say(ctx, text: str, err: bool = False) -> None:
-        if ctx.config is not None and ctx.config.run.quiet and not err:
+        if ctx.run.quiet and not err:
             return
         from tqdm.auto import tqdm
 

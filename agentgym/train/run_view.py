@@ -1,0 +1,109 @@
+"""What an extension may read of the run it is part of: a typed, read-only view.
+
+Extensions (:mod:`agentgym.train.hooks`) get a :class:`RunView` instead of the run's whole config,
+so a method depends on the few settings it uses (where the run writes, how it samples, its device
+and autocast, its place among the ``torchrun`` processes, the tokenizer), each with its type, and
+a change to how the config is declared does not reach into every method. The loop makes it once
+(:func:`agentgym.train.run_setup.set_up`) and hands the same object to every hook.
+
+>>> view = RunView.of(None)
+>>> view.output_dir is None, view.sampling.temperature, view.is_main, view.world_size
+(True, 1.0, True, 1)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from agentgym.agents.base import SamplingConfig
+from agentgym.train.distributed import Dist
+
+
+@dataclass(frozen=True)
+class RunView:
+    """The run's settings an extension may read (frozen: extensions read them, the loop owns them)."""
+
+    output_dir: str | None
+    """where the run writes (metrics.jsonl, checkpoints; an extension's own files); None: nowhere"""
+    seed: int
+    """the run's ``--seed``"""
+    quiet: bool
+    """print nothing per step (an extension's notes too; errors still go to stderr)"""
+    sampling: SamplingConfig
+    """how the rollout samples a turn (``--max-new-tokens``, ``--temperature``, ``--top-p``)"""
+    layout: str
+    """the token layout of training samples: ``concat`` or ``window``"""
+    window: int
+    """``window`` layout: past turns kept in a prompt"""
+    max_prompt_tokens: int
+    """a prompt longer than this is cut (an episode ends, a judge prompt is skipped)"""
+    std_normalize: bool
+    """group advantages divide by the group's std (False: Dr. GRPO)"""
+    learning_rate: float
+    """the optimizer's learning rate (an extension's parameter groups default to it)"""
+    micro_batch_size: int
+    """sequences per forward pass in the update (an extension's own forward passes can follow it)"""
+    device: str = "cpu"
+    """the device the trained model is on"""
+    bf16: bool = False
+    """bf16 autocast of forward passes (on a GPU with ``--bf16``)"""
+    dist: Dist = field(default_factory=Dist)
+    """this process's place in the run: ``rank``, ``world_size``, ``is_main`` and collectives"""
+    tokenizer: Any = None
+    """the trained model's tokenizer"""
+
+    @classmethod
+    def of(cls, config: Any = None, *, tokenizer: Any = None, device: str = "cpu", bf16: bool = False,
+           dist: Dist | None = None) -> "RunView":
+        """The view of a :class:`~agentgym.train.config.TrainConfig` (None: its defaults, writing
+        nowhere), with what only the running loop knows: the tokenizer, device, autocast, ``dist``."""
+        from agentgym.train.config import TrainConfig
+
+        c = config if config is not None else TrainConfig()
+        r, o = c.rollout, c.optim
+        return cls(output_dir=c.run.output_dir if config is not None else None, seed=c.run.seed, quiet=c.run.quiet,
+                   sampling=SamplingConfig(max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p),
+                   layout=r.layout, window=r.window, max_prompt_tokens=r.max_prompt_tokens,
+                   std_normalize=o.std_normalize, learning_rate=o.learning_rate, micro_batch_size=o.micro_batch_size,
+                   device=device, bf16=bf16, dist=dist if dist is not None else Dist(), tokenizer=tokenizer)
+
+    def replace(self, **changes: Any) -> "RunView":
+        """A copy with some fields changed (the view itself never changes)."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def rank(self) -> int:
+        return self.dist.rank
+
+    @property
+    def world_size(self) -> int:
+        return self.dist.world_size
+
+    @property
+    def is_main(self) -> bool:
+        """Rank 0 (the only process outside ``torchrun``): the one that writes files and prints."""
+        return self.dist.is_main
+
+    @cached_property
+    def encoder(self):
+        """The :class:`~agentgym.train.chat.ChatEncoder` of the tokenizer: chat messages to the
+        token ids the policy sees."""
+        from agentgym.train.chat import ChatEncoder
+
+        if self.tokenizer is None:
+            raise ValueError("this run view has no tokenizer")
+        return ChatEncoder(self.tokenizer)
+
+    @property
+    def pad_token_id(self) -> int:
+        return self.tokenizer.pad_token_id
+
+    def autocast(self):
+        """The autocast context of the run's forward passes (bf16 on a GPU with ``--bf16``; nothing
+        on the CPU): generate or score under it as the rollout and the update do."""
+        from agentgym.train.update import autocast_context
+
+        return autocast_context(self.device, self.bf16)
