@@ -4,7 +4,8 @@ A :class:`Collector` wraps the env batch and the policy. Calling it with group r
 them in rounds of the env batch's size (only the groups asked for are reset and stepped), gives
 each group an id unique within the step, and leaves out episodes that ended in an env fault
 (``info["error"]``: a dead JVM is not the model's failure, so it must not get a negative
-advantage); a group left with fewer than two episodes is dropped whole. Every call's time and
+advantage); a group left with fewer than two episodes is dropped whole (groups of one episode, as
+PPO plays, only when that episode faulted). Every call's time and
 tokens are added to the step's totals, per request tag, so resampling and oversampling are costed.
 """
 
@@ -70,7 +71,9 @@ class Collector:
         sizes: dict[int, int] = defaultdict(int)
         for ep in kept:
             sizes[ep.group] += 1
-        small = {g for g, k in sizes.items() if k < 2}
+        # a group of several left with one episode has nothing to compare it with; groups of one
+        # episode (PPO) are whole as long as that episode is
+        small = {g for g, k in sizes.items() if k < min(2, self.envs.group_size)}
         self.totals["groups/dropped_for_faults"] += len(small) + len({ep.group for ep in faulted} - set(sizes))
         return [ep for ep in kept if ep.group not in small]
 

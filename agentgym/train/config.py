@@ -270,7 +270,7 @@ class RolloutConfig:
 
     def validate(self) -> None:
         _at_least("num-groups", self.num_groups, 1)
-        _at_least("group-size", self.group_size, 2, "group advantages compare episodes of one task")
+        _at_least("group-size", self.group_size, 1)  # 2 unless the method allows 1 (TrainConfig.validate)
         _at_least("max-new-tokens", self.max_new_tokens, 1)
         _finite("temperature", self.temperature, minimum=0.0)
         _finite("top-p", self.top_p, positive=True)
@@ -530,6 +530,10 @@ class TrainConfig:
             group = getattr(self, f.name)
             if hasattr(group, "validate"):
                 group.validate()
+        # group advantages compare a task's episodes; a method group whose advantages need no group
+        # (PPO's value head) says so with a class attribute ``min_group_size = 1``
+        least = min(getattr(getattr(self, f.name), "min_group_size", 2) for f in fields(self))
+        _at_least("group-size", self.rollout.group_size, least, "group advantages compare episodes of one task")
         if self.rollout.layout == "window" and self.rollout.window < 0:
             raise ConfigError(f"--window must be >= 0, got {self.rollout.window}")
         self.env.check_env(self.model.model, self.eval.eval_split if self.eval.eval_episodes > 0 else None)

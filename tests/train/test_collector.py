@@ -54,6 +54,18 @@ def test_a_faulted_episode_is_left_out_and_a_group_too_small_is_dropped(backend)
     assert stats["episodes/faulted"] == 3 and stats["groups/dropped_for_faults"] == 1
 
 
+def test_with_groups_of_one_episode_a_fault_drops_only_its_own_group():
+    # PPO plays one episode per task: a fault elsewhere must not drop the groups that played fine
+    col = collector(Scripted(faults={(0, 1)}), groups=3, size=1)
+    try:
+        episodes = col([GroupRequest(s, {"task_id": "count-2"}) for s in range(3)])
+    finally:
+        col.envs.close()
+    assert [ep.group for ep in episodes] == [0, 2]
+    stats = col.stats()
+    assert stats["episodes/faulted"] == 1 and stats["groups/dropped_for_faults"] == 1
+
+
 def test_requests_past_the_batch_size_play_in_rounds_with_step_unique_group_ids():
     col = collector(Scripted())
     try:
