@@ -13,21 +13,12 @@ import dapo
 import gigpo
 import grpo
 import vspo
-from agentgym.train.config import SFTRunConfig, build
-from agentgym.train.sft import read_record, run_sft
+from agentgym.train.sft import read_record
 from agentgym.train.tasks import TaskStream
 from agentgym.train.state_file import read_state
 from trainer_helpers import TOOLQA_SMALL, small_config
 
 VOLATILE = ("time/", "tokens_per_second")
-
-
-@pytest.fixture(scope="module")
-def cold_model(tmp_path_factory):
-    """The tiny model after a short cold start: its rollouts have reward spread in some groups."""
-    out = tmp_path_factory.mktemp("cold")
-    return run_sft(build(SFTRunConfig, model="tiny", env_kwargs=TOOLQA_SMALL, num_steps=100, num_episodes=64, seed=0,
-                         output_dir=str(out), quiet=True, progress=False, tensorboard=False))
 
 
 def rows(path):

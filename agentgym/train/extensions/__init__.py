@@ -6,10 +6,12 @@ with a config dataclass the trainer scripts add to :class:`~agentgym.train.confi
 - :mod:`.dapo`: DAPO's dynamic sampling (groups with reward spread only, oversampled to fill).
 - :mod:`.gcd`: GCD, the actor co-trained as a generative judge of its steps, plus prompt-based
   correction (on GRPO, or chained after GiGPO).
+- :mod:`.ppo`: PPO, a value head on the policy trained with it, and GAE over turns instead of the
+  group baseline.
 
 The math of each lives in a small pure module beside the loop (``agentgym.train.vspo``,
-``agentgym.train.gigpo``, ``agentgym.train.dapo``, the package ``agentgym.train.gcd``); these files
-only wire it into a step.
+``agentgym.train.gigpo``, ``agentgym.train.dapo``, ``agentgym.train.ppo``, the package
+``agentgym.train.gcd``); these files only wire it into a step.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from typing import Any, Mapping
 from agentgym.train.extensions.dapo import DAPO, DAPOConfig
 from agentgym.train.extensions.gcd import GCD, GCDConfig, gcd_extensions
 from agentgym.train.extensions.gigpo import GiGPO, GiGPOConfig
+from agentgym.train.extensions.ppo import PPO, PPOConfig
 from agentgym.train.extensions.vspo import VSPO, VSPOConfig
 from agentgym.train.hooks import Extensions
 
 BY_NAME = {"vspo": (VSPO, VSPOConfig), "gigpo": (GiGPO, GiGPOConfig), "dapo": (DAPO, DAPOConfig),
-           "gcd": (GCD, GCDConfig)}
+           "gcd": (GCD, GCDConfig), "ppo": (PPO, PPOConfig)}
 """Each extension of this package by its ``name``, which is also its config group's name in a
 trainer's config (``--gcd.*``) and its key in checkpoint state."""
 
@@ -47,5 +50,5 @@ def recorded_extensions(config: Mapping[str, Any], state: Mapping[str, Any]) -> 
     return Extensions(rebuilt)
 
 
-__all__ = ["BY_NAME", "DAPO", "DAPOConfig", "GCD", "GCDConfig", "GiGPO", "GiGPOConfig", "VSPO", "VSPOConfig",
-           "gcd_extensions", "recorded_extensions"]
+__all__ = ["BY_NAME", "DAPO", "DAPOConfig", "GCD", "GCDConfig", "GiGPO", "GiGPOConfig", "PPO", "PPOConfig", "VSPO",
+           "VSPOConfig", "gcd_extensions", "recorded_extensions"]
