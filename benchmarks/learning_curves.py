@@ -1,7 +1,7 @@
-"""Learning curves: held-out success over training for GRPO, VSPO, GiGPO, DAPO and GCD, and PRS
-against binary reward, several seeds each, every method on the same budget of env episodes.
+"""Learning curves: held-out success over training for GRPO, VSPO, GiGPO, DAPO, GCD and PPO, and
+PRS against binary reward, several seeds each, every method on the same budget of env episodes.
 
-    python benchmarks/learning_curves.py                        # ToolQA-v0, 6 methods x 3 seeds, CPU
+    python benchmarks/learning_curves.py                        # ToolQA-v0, 7 methods x 3 seeds, CPU
     python benchmarks/learning_curves.py --methods grpo vspo --seeds 0 1 2 3 4
     python benchmarks/learning_curves.py --report-only          # tables and plots from finished cells
 
@@ -38,6 +38,7 @@ METHODS = {
     "dapo": ("dapo", {}),
     "gcd": ("gcd", {}),
     "grpo-binary": ("grpo", {"reward_mode": "binary"}),
+    "ppo": ("ppo", {}),
 }
 
 
