@@ -12,7 +12,7 @@ together. Every GRPO flag works here; PPO's own are --ppo.* (--help lists them).
 
 from dataclasses import dataclass, field
 
-from agentgym.train.config import RolloutConfig, RunConfig, TrainConfig, exit_on_config_error, parse
+from agentgym.train.config import ConfigError, RolloutConfig, RunConfig, TrainConfig, exit_on_config_error, parse
 from agentgym.train.extensions import PPO, PPOConfig
 from agentgym.train.loop import TrainResult, train
 
@@ -20,6 +20,12 @@ from agentgym.train.loop import TrainResult, train
 @dataclass
 class PPOTrainConfig(TrainConfig):
     ppo: PPOConfig = field(default_factory=PPOConfig)
+
+    def validate(self) -> None:
+        super().validate()
+        if self.model.fsdp:
+            raise ConfigError("--fsdp does not shard the value head yet: run PPO without --fsdp (torchrun without it "
+                              "still trains data-parallel)")
 
 
 def defaults() -> PPOTrainConfig:

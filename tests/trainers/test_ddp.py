@@ -79,18 +79,45 @@ def _samples(vocab: int):
     return out, ref
 
 
-def _one_step(model, samples, ref, dist=None):
+class LastTokenValue:
+    """An extension's own loss term with parameters of its own, as PPO's value loss is: a linear
+    head on the last hidden state of each policy sample's last token, pulled towards 1."""
+
+    name, needs_hidden_states = "last_token_value", True
+
+    def __init__(self, hidden_size: int):
+        torch.manual_seed(0)
+        self.head = torch.nn.Linear(hidden_size, 1)
+
+    def loss_items(self, sample):
+        return 1 if sample.kind == "policy" else 0
+
+    def extra_loss(self, batch):
+        rows = [i for i, s in enumerate(batch.samples) if s.kind == "policy"]
+        last = [len(batch.samples[i].input_ids) - 1 for i in rows]
+        per_item = (self.head(batch.hidden[rows, last]).squeeze(-1) - 1.0) ** 2
+        return per_item.sum(), {"loss/last_token_value": float(per_item.detach().sum())}
+
+
+def _one_step(model, samples, ref, dist=None, loss_term=False):
     """One train_step with SGD (a wrong gradient scale shows in the weights, unlike Adam's), a KL
-    term, clipping that bites, and GCD-like judge samples with their own aggregation."""
+    term, clipping that bites, and GCD-like judge samples with their own aggregation; with
+    ``loss_term``, an extension's loss term whose head is a second parameter group."""
     from agentgym.train.loss import LossConfig
     from agentgym.train.update import sample_logprobs, train_step
 
     lp = sample_logprobs(model, samples, 0, 3)
     ref_lp = [a + b for a, b in zip(lp, ref)]  # a reference away from the policy
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    terms = [LastTokenValue(model.config.hidden_size)] if loss_term else []
+    for term in terms:
+        optimizer.add_param_group({"params": list(term.head.parameters())})
     metrics = train_step(model, optimizer, samples, LossConfig(beta=0.05), 0, micro_batch_size=2,
                          ref_logprobs=ref_lp, loss_weights={"judge": 0.5}, max_grad_norm=0.05,
-                         loss_configs={"judge": LossConfig(beta=0.0, aggregation="seq-mean")}, dist=dist)
+                         loss_configs={"judge": LossConfig(beta=0.0, aggregation="seq-mean")}, dist=dist,
+                         loss_terms=terms)
+    if loss_term:
+        metrics["head"] = terms[0].head.weight.detach().clone()
     return metrics
 
 
@@ -107,12 +134,13 @@ def _two_rank_worker(rank, port, tiny_path, out_dir):
     samples, ref = _samples(len(load_tokenizer(tiny_path)))
     results = {}
     # rank 1 gets 1 sample (fewer micro-batches than rank 0), or none at all
-    for name, split, sharded in (("ddp", 7, False), ("ddp_empty_rank", 8, False), ("fsdp", 7, True)):
+    for name, split, sharded, term in (("ddp", 7, False, False), ("ddp_empty_rank", 8, False, False),
+                                       ("fsdp", 7, True, False), ("ddp_loss_term", 7, False, True)):
         mine = slice(0, split) if rank == 0 else slice(split, None)
         model = load_model(tiny_path, "cpu")
         if sharded:
             model = fsdp.shard(model, "cpu", 2)
-        metrics = _one_step(model, samples[mine], ref[mine], dist)
+        metrics = _one_step(model, samples[mine], ref[mine], dist, loss_term=term)
         state = fsdp.full_model_state(model) if sharded else {k: v.clone() for k, v in model.state_dict().items()}
         results[name] = (metrics, state)
     if rank == 0:
@@ -132,7 +160,8 @@ def test_one_step_on_two_ranks_is_the_one_process_step(tmp_path, tiny_path):
     difference to one process after the step (which moves weights by >1e-3): 4e-9 (all-reduce),
     0 (a rank with no samples), 6e-8 (FSDP); losses within 7e-8 relative, the grad norm within
     7e-6 (FSDP: float32 norms of shards summed; one process's own float32 norm is 7e-6 off the
-    float64 one too). About 20 s."""
+    float64 one too). An extension's loss term with a head of its own (``ddp_loss_term``): its
+    mean over both ranks' samples and the head's summed gradient give one process's step. About 25 s."""
     import torch.multiprocessing as mp
 
     from agentgym.train.setup import load_model, load_tokenizer
@@ -145,15 +174,25 @@ def test_one_step_on_two_ranks_is_the_one_process_step(tmp_path, tiny_path):
     moved = max((expected_state[k] - before[k]).abs().max().item() for k in before)
     assert moved > 1e-3  # the step is not a no-op, so equal weights mean equal gradients
 
+    model = load_model(tiny_path, "cpu")
+    expected_term = _one_step(model, samples, ref, loss_term=True)
+    expected_term_state = model.state_dict()
+    assert expected_term["loss/last_token_value"] > 0
+
     mp.spawn(_two_rank_worker, args=(_free_port(), tiny_path, str(tmp_path)), nprocs=2, join=True)
     results = torch.load(tmp_path / "two_ranks.pt", weights_only=False)
     for name, (metrics, state) in results.items():
-        assert len(state) >= len(expected_state) - 1, name  # FSDP's leaves out the tied lm_head
-        diff = max((state[k] - expected_state[k]).abs().max().item() for k in state)
+        want, want_state = (expected_term, expected_term_state) if name == "ddp_loss_term" else (expected, expected_state)
+        assert len(state) >= len(want_state) - 1, name  # FSDP's leaves out the tied lm_head
+        diff = max((state[k] - want_state[k]).abs().max().item() for k in state)
         assert diff < 1e-6, (name, diff)
-        assert set(metrics) == set(expected), name
-        for key, value in expected.items():
-            assert metrics[key] == pytest.approx(value, rel=1e-5, abs=1e-8), (name, key)
+        assert set(metrics) == set(want), name
+        head = metrics.pop("head", None)
+        if head is not None:
+            assert (head - want["head"]).abs().max().item() < 1e-6, name
+        for key, value in want.items():
+            if key != "head":
+                assert metrics[key] == pytest.approx(value, rel=1e-5, abs=1e-8), (name, key)
 
 
 # ----- trainers/grpo.py under torchrun -----

@@ -6,6 +6,7 @@ import os
 import dapo
 import gcd
 import gigpo
+import ppo
 import vspo
 from agentgym.train.config import SFTRunConfig, TrainConfig, flag_rows
 
@@ -14,7 +15,7 @@ DOC = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "trainers
 
 def test_every_flag_is_documented_as_declared():
     configs = [TrainConfig(), SFTRunConfig(), vspo.VSPOTrainConfig(), gigpo.GiGPOTrainConfig(), dapo.DAPOTrainConfig(),
-               gcd.GCDTrainConfig()]
+               gcd.GCDTrainConfig(), ppo.PPOTrainConfig()]
     missing = [f"| `{flag}` | `{default}` | {doc} |" for config in configs
                for flag, default, doc in flag_rows(config) if f"| `{flag}` | `{default}` | {doc} |" not in DOC]
     assert not missing, "docs/trainers.md is out of date:\n" + "\n".join(missing)

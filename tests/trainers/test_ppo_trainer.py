@@ -34,6 +34,12 @@ def test_group_size_one_is_allowed_for_ppo_and_refused_for_group_advantages():
         build(TrainConfig, group_size=1, model="tiny", cold_start_steps=0).validate()
 
 
+def test_ppo_under_fsdp_is_refused_when_the_flags_are_parsed(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ConfigError, match="--fsdp does not shard the value head"):
+        build(ppo.PPOTrainConfig, fsdp=True, model="tiny", cold_start_steps=0).validate()
+
+
 @pytest.mark.slow
 def test_the_value_head_is_in_the_optimizer_and_trains_with_the_policy(tmp_path, cold_model):
     # window layout, 2 epochs x 2 minibatches: the clipped value loss has values that moved to clip
