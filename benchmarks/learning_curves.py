@@ -176,12 +176,15 @@ def table(env_id: str, summary: dict) -> str:
              "(before → after) | PRS return before → after (± 95% CI) | reached | steps to it | episodes to it "
              "| train s to it |",
              "|---|---|---|---|---|---|---|---|---|---|"]
+    most = max((len(s["seeds"]) for s in summary["methods"].values()), default=0)
     for m, s in summary["methods"].items():
         (a, ah), (g, gh) = s["after_mean_ci"], s["gain_mean_ci"]
+        n = len(s["seeds"])
+        name = m if n == most else f"{m} ({n} seed{'s' if n != 1 else ''})"  # fewer seeds than the rest: say so
         seeds = ", ".join(f"{x:.2f}→{y:.2f}" for x, y in zip(s["before"], s["after"]))
         t = s["to_threshold"]
         r0, (r1, rh) = sum(s["return_before"]) / len(s["return_before"]), s["return_after_mean_ci"]
-        lines.append(f"| {m} | {f(sum(s['before']) / len(s['before']))} | {f(a)} ± {f(ah)} | {g:+.3f} ± {f(gh)} | "
+        lines.append(f"| {name} | {f(sum(s['before']) / len(s['before']))} | {f(a)} ± {f(ah)} | {g:+.3f} ± {f(gh)} | "
                      f"{seeds} | {f(r0)} → {f(r1)} ± {f(rh)} | {s['reached']}/{len(s['seeds'])} | "
                      f"{f(t['step'], 0)} | {f(t['episodes'], 0)} | {f(t['seconds'], 0)} |")
     return "\n".join(lines)
@@ -202,7 +205,8 @@ def plot(env_id: str, cells: list[dict], path: str) -> None:
             n = min(len(c) for c in curves)
             x = [sum(c[i]["episodes"] for c in curves) / len(curves) for i in range(n)]
             ys = [[c[i][key] for c in curves] for i in range(n)]
-            ax.plot(x, [sum(y) / len(y) for y in ys], label=f"{m} ({len(curves)} seeds)")
+            seeds = f"{len(curves)} seed{'s' if len(curves) != 1 else ''}"
+            ax.plot(x, [sum(y) / len(y) for y in ys], label=f"{m} ({seeds})")
             ax.fill_between(x, [min(y) for y in ys], [max(y) for y in ys], alpha=0.15)
         ax.set_xlabel("env episodes played")
         ax.set_ylabel(label)

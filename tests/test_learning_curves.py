@@ -72,3 +72,25 @@ def test_binary_cells_train_on_binary_reward_and_the_rest_on_prs(tmp_path):
     assert binary.env.reward_mode == "binary" and prs.env.reward_mode == "prs"
     assert prs.run.max_episodes == 8 and prs.eval.eval_every == 2 and prs.run.resume == "auto"
     assert type(prs).__name__ == "VSPOTrainConfig" and prs.run.output_dir == str(tmp_path)
+
+
+def test_a_method_run_on_fewer_seeds_says_how_many_in_the_table():
+    def cell(method, seed, end):
+        return {"method": method, "seed": seed, "episodes": 8, "steps": 2,
+                "curve": [{"step": 0, "episodes": 0, "seconds": 0.0, "success": 0.1, "return": 0.4},
+                          {"step": 2, "episodes": 8, "seconds": 1.0, "success": end, "return": 0.5}]}
+
+    summary = lc.summarize([cell("grpo", 0, 0.3), cell("grpo", 1, 0.2), cell("ppo", 0, 0.25)], 0.2)
+    rows = [line.split(" | ")[0] for line in lc.table("ToolQA-v0", summary).splitlines() if line.startswith("| ")]
+    assert rows == ["| method", "| grpo", "| ppo (1 seed)"]
+
+
+def test_ppo_cells_play_one_episode_per_task_on_the_same_episodes_per_step(tmp_path):
+    class Args:
+        env_id, env_kwargs, max_episodes, eval_every, eval_episodes, cpu_threads = "ToolQA-v0", None, 8, 2, 2, 1
+        override = {}
+    _, grpo = lc.cell_config(Args, "grpo", 0, "tiny", str(tmp_path))
+    _, ppo = lc.cell_config(Args, "ppo", 0, "tiny", str(tmp_path))
+    assert (ppo.rollout.num_groups, ppo.rollout.group_size) == (32, 1)
+    assert ppo.rollout.num_groups * ppo.rollout.group_size == grpo.rollout.num_groups * grpo.rollout.group_size
+    assert ppo.run.max_episodes == grpo.run.max_episodes == 8
