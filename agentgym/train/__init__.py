@@ -10,9 +10,10 @@
 - :mod:`~agentgym.train.chat`, :mod:`~agentgym.train.samples`: the ``concat`` and ``window`` layouts.
 - :mod:`~agentgym.train.advantages`, :mod:`~agentgym.train.loss`, :mod:`~agentgym.train.update`:
   GRPO advantages, PPO-clip / CISPO with k3 KL, one optimizer step.
-- :mod:`~agentgym.train.hooks`, :mod:`~agentgym.train.extensions`: how VSPO, GiGPO, DAPO and GCD
-  plug in; their math in :mod:`~agentgym.train.vspo`, :mod:`~agentgym.train.gigpo`,
-  :mod:`~agentgym.train.dapo` and :mod:`~agentgym.train.gcd`.
+- :mod:`~agentgym.train.hooks`, :mod:`~agentgym.train.extensions`: how VSPO, GiGPO, DAPO, GCD and
+  PPO plug in, reading the run through a :mod:`~agentgym.train.run_view`; their math in
+  :mod:`~agentgym.train.vspo`, :mod:`~agentgym.train.gigpo`, :mod:`~agentgym.train.dapo`,
+  :mod:`~agentgym.train.ppo` and :mod:`~agentgym.train.gcd`.
 - :mod:`~agentgym.train.sft`, :mod:`~agentgym.train.expert`: the SFT cold start.
 - :mod:`~agentgym.train.checkpoint`, :mod:`~agentgym.train.metrics`: exact resume and logging.
 - :mod:`~agentgym.train.threads`: CPU thread count and OpenMP wait policy;
