@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from agentgym.train.collector import Collector
-from agentgym.train.config import TINY_MODELS, SFTConfig, SFTRunConfig, TrainConfig, to_dict
+from agentgym.train.config import TINY_MODELS, TrainConfig, to_dict
 from agentgym.train.hooks import Extensions, StepContext, TrainerExtension
 
 
@@ -44,19 +44,8 @@ def cold_start(config: TrainConfig) -> str:
 
     from agentgym.train import sft
 
-    cs = config.cold_start.resolved(config.env.env_id)
-    sft_cfg = SFTRunConfig(env=config.env, model=config.model,
-                           sft=SFTConfig(num_episodes=cs.cold_start_episodes, num_steps=cs.cold_start_steps,
-                                         learning_rate=cs.cold_start_lr, batch_size=cs.cold_start_batch_size,
-                                         micro_batch_size=cs.cold_start_batch_size,
-                                         judge_samples=cs.cold_start_judge_samples,
-                                         chatty_answers=cs.cold_start_chatty_answers,
-                                         log_every=max(10, cs.cold_start_steps // 10),
-                                         max_prompt_tokens=config.rollout.max_prompt_tokens),
-                           layout=config.rollout.layout, window=config.rollout.window, seed=config.run.seed,
-                           output_dir=os.path.join(config.run.output_dir, "sft"),
-                           tensorboard=config.run.tensorboard, progress=config.run.progress, quiet=config.run.quiet)
-    final = os.path.join(sft_cfg.output_dir, "final")
+    sft_cfg = config.cold_start_config()
+    final = os.path.join(sft_cfg.run.output_dir, "final")
     if sft.reusable(final, sft_cfg):
         return final
     return sft.run_sft(sft_cfg)
@@ -70,18 +59,16 @@ def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=N
     the prompt it is trained with (GCD's current "Common mistakes" list)."""
     import torch
 
-    from agentgym.agents import SamplingConfig
     from agentgym.train.checkpoint import rng_state, set_rng_state
     from agentgym.train.evaluate import evaluate
 
     r = config.rollout
-    sampling = SamplingConfig(max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p)
     saved = rng_state()
     torch.manual_seed(config.run.seed + 1_000_003)
     try:
         e = config.eval
         return evaluate(policy, config.env.env_id, {**env_kwargs, "reward_mode": "prs"}, e.eval_split, e.eval_episodes,
-                        batch_size=min(32, e.eval_episodes), seed=e.eval_seed, sampling=sampling,
+                        batch_size=min(32, e.eval_episodes), seed=e.eval_seed, sampling=r.sampling,
                         window=r.window if r.layout == "window" else None, system_prompt_hook=system_prompt_hook)
     finally:
         set_rng_state(saved)
@@ -108,7 +95,6 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     from tqdm.auto import tqdm
 
     import agentgym  # noqa: F401  registers the envs
-    from agentgym.agents import SamplingConfig
     from agentgym.agents.tiny import resolve_model_path
     from agentgym.locks import lock_dir
     from agentgym.rewards.prs import PRSSchedule, stage_pass_rate
@@ -119,7 +105,6 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     from agentgym.train.distributed import init_distributed, reduce_metrics, stream_seed
     from agentgym.train.generators import make_generator
     from agentgym.train.metrics import MetricsLogger
-    from agentgym.train.rollout import RolloutConfig
     from agentgym.train.samples import episode_samples, per_turn
     from agentgym.train.setup import load_model, load_tokenizer, make_env_batch, resolve_device, seed_everything
     from agentgym.train.stats import episode_metrics, played_metrics
@@ -144,7 +129,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
         print(f"env: {env_cfg.describe(config.model.model)}", flush=True)
     with dist.main_first():  # rank 0 builds the tiny model and the cold start, the others load them
         base_model = resolve_model_path(config.model.model, (env_cfg.env_id,))
-        if config.model.model in TINY_MODELS and config.cold_start.resolved(env_cfg.env_id).cold_start_steps > 0:
+        if config.model.model in TINY_MODELS and config.cold_start.resolved(env_cfg.env_id).num_steps > 0:
             base_model = cold_start(config)
     checkpoint, saved = None, None
     if run.resume:
@@ -155,13 +140,12 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     # FSDP: load on the CPU, then each rank moves only its shard to the device
     load_on = "cpu" if config.model.fsdp else device
     model = load_model(str(checkpoint or base_model), load_on, config.model.gradient_checkpointing and on_gpu)
-    ref_model = load_model(base_model, load_on, trainable=False) if o.beta > 0 else None
+    ref_model = load_model(base_model, load_on, trainable=False) if o.loss.beta > 0 else None
     if config.model.fsdp:
         model = fsdp.shard(model, device, dist.world_size)
         ref_model = fsdp.shard(ref_model, device, dist.world_size) if ref_model is not None else None
     optimizer = torch.optim.AdamW(model.parameters(), lr=o.learning_rate, weight_decay=o.weight_decay)
-    sampling = SamplingConfig(max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p)
-    generator = make_generator(config, model, tokenizer, sampling, str(checkpoint or base_model))
+    generator = make_generator(config, model, tokenizer, r.sampling, str(checkpoint or base_model))
     policy = generator.policy
     probe = gym.make(env_cfg.env_id, **env_kwargs)
     try:
@@ -174,10 +158,8 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
                            start_stage=env_cfg.prs_start_stage)
     local_groups = r.num_groups // dist.world_size  # config.validate() checked that it divides
     envs = make_env_batch(env_cfg.env_id, local_groups, r.group_size, env_cfg.backend_options(), env_kwargs)
-    collector = Collector(envs, policy, ChatEncoder(tokenizer),
-                          RolloutConfig(layout=r.layout, window=r.window, max_prompt_tokens=r.max_prompt_tokens,
-                                        rollout_mode=r.rollout_mode),
-                          sampling, {"split": env_cfg.split}, device, bf16, ext.system_prompt)
+    collector = Collector(envs, policy, ChatEncoder(tokenizer), r, r.sampling, {"split": env_cfg.split}, device, bf16,
+                          ext.system_prompt)
     start_step, data_position, evaluation, curve, played, seconds = 0, 0, {}, [], 0, 0.0
     if checkpoint is not None:  # every rank loads the same checkpoint
         state = load_trainer_state(checkpoint, None if config.model.fsdp else optimizer, state=saved)
@@ -373,7 +355,7 @@ def _update(model, ref_model, optimizer, samples, config: TrainConfig, pad_id: i
 
     o = config.optim
     dist = dist or Dist()
-    temperature = config.rollout.temperature
+    temperature = config.rollout.sampling.temperature
     if dist.sum_floats([len(samples)])[0] == 0:  # on every rank
         return {"update/skipped": 1.0}
     ref_lp = sample_logprobs(ref_model, samples, pad_id, o.micro_batch_size, temperature, bf16) if ref_model else None

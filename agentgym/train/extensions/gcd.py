@@ -24,13 +24,13 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
-from agentgym.train.config import ConfigError
+from agentgym.train.config import ConfigError, LossConfig
 from agentgym.train.gcd.correction import CorrectionState, mistakes_summary_prompt, parse_mistakes, summarize_mistakes
 from agentgym.train.gcd.judge import critique_of, judge_prompt, judge_reward, parse_verdict
 from agentgym.train.gcd.labels import BAD, BALANCE_MODES, GOOD, balance_labels
@@ -56,14 +56,9 @@ class GCDConfig:
     """equal good and bad steps (`downsample`; a batch with one class empty trains no judge), or all"""
     judge_max_new_tokens: int = 128
     """most tokens of one judgment (a short critique, then the verdict)"""
-    judge_eps_low: float = 0.2
-    """judge loss: PPO clip range below 1"""
-    judge_eps_high: float = 0.2
-    """judge loss: PPO clip range above 1"""
-    judge_beta: float = 0.0
-    """judge loss: k3 KL weight to the reference (the reference never judged: 0 by default)"""
-    judge_aggregation: Literal["token-mean", "seq-mean"] = "seq-mean"
-    """judge loss: how token losses are averaged (seq-mean: a verbose judgment weighs no more)"""
+    # no KL by default: the reference never judged; seq-mean: a verbose judgment weighs no more
+    judge_loss: LossConfig = field(default_factory=lambda: LossConfig(beta=0.0, aggregation="seq-mean"))
+    """the judge samples' token loss (flags --gcd.judge-loss.*)"""
     judge_url: str | None = None
     """OpenAI-compatible endpoint (with /v1) of an external judge that labels more steps"""
     judge_model: str = "judge"
@@ -91,6 +86,10 @@ class GCDConfig:
     base: Literal["grpo", "gigpo"] = "grpo"
     """the method GCD is added to; `gigpo` chains the GiGPO extension (flags --gigpo.*)"""
 
+    FORMER_NAMES: ClassVar[dict[str, str]] = {
+        "judge_eps_low": "judge_loss.eps_low", "judge_eps_high": "judge_loss.eps_high",
+        "judge_beta": "judge_loss.beta", "judge_aggregation": "judge_loss.aggregation"}
+
     def validate(self) -> None:
         if not (np.isfinite(self.lam) and self.lam >= 0):
             raise ConfigError(f"--gcd.lam must be a finite number >= 0, got {self.lam}")
@@ -104,12 +103,6 @@ class GCDConfig:
         for name in ("judge_max_new_tokens", "summary_max_new_tokens", "correction_every", "correction_items"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--gcd.{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
-        if not 0 <= self.judge_eps_low < 1:
-            raise ConfigError(f"--gcd.judge-eps-low must be in [0, 1), got {self.judge_eps_low}")
-        if not self.judge_eps_high >= 0:
-            raise ConfigError(f"--gcd.judge-eps-high must be >= 0, got {self.judge_eps_high}")
-        if not self.judge_beta >= 0:
-            raise ConfigError(f"--gcd.judge-beta must be >= 0, got {self.judge_beta}")
         if not self.judge_timeout > 0:
             raise ConfigError(f"--gcd.judge-timeout must be > 0 seconds, got {self.judge_timeout}")
         if self.judge_retries < 0 or self.external_steps < 0:
@@ -118,11 +111,10 @@ class GCDConfig:
         if self.judge_url is not None and not self.judge_url.startswith(("http://", "https://")):
             raise ConfigError(f"--gcd.judge-url must be an http(s) URL ending in /v1, got {self.judge_url!r}")
 
-    def loss_config(self):
-        """The judge samples' :class:`~agentgym.train.loss.LossConfig`."""
-        from agentgym.train.loss import LossConfig
-
-        return LossConfig(self.judge_eps_low, self.judge_eps_high, self.judge_beta, self.judge_aggregation)
+    def loss_config(self) -> LossConfig:
+        """The judge samples' :class:`~agentgym.train.config.LossConfig` (checked with the config's
+        other groups: ``--gcd.judge-loss.*``)."""
+        return self.judge_loss
 
 
 class GCD(TrainerExtension):
