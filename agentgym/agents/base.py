@@ -28,7 +28,8 @@ class SamplingConfig:
     max_new_tokens: int = 256
     """most tokens per model turn"""
     temperature: float = 1.0
-    """sampling temperature (0: greedy, so a group's episodes tie; a trainer also applies it to the training logprobs)"""
+    """sampling temperature (0: greedy, so a group's episodes tie; a trainer also applies it to the
+    training logprobs)"""
     top_p: float = 1.0
     """nucleus sampling mass (1: off)"""
     top_k: int = 0

@@ -262,7 +262,8 @@ class LayoutConfig:
     window: int | None = 2
     """window layout: past turns kept in the prompt besides the first observation (None: all)"""
     max_prompt_tokens: int = 3072
-    """longest prompt: RL cuts an episode whose next prompt is longer (truncated), SFT leaves out an expert sample whose prompt before its last model turn is longer (the run stops if none is left)"""
+    """longest prompt: RL cuts an episode whose next prompt is longer (truncated), SFT leaves out an
+    expert sample whose prompt before its last model turn is longer (the run stops if none is left)"""
 
     def __post_init__(self) -> None:
         check_on_init(self)
@@ -295,7 +296,8 @@ class RolloutConfig(LayoutConfig):
     # back within about a call's time costs less to wait for than to generate for in a call of its
     # own; 0 overlaps more where envs are slow and a small call is cheap (a small model on CPU).
     batch_wait: float = 1.0
-    """`--rollout-mode overlapped`: once one env step is back, wait up to this many times the last policy call's time for the others in flight (0: take only what is ready; docs/trainers.md)"""
+    """`--rollout-mode overlapped`: once one env step is back, wait up to this many times the last
+    policy call's time for the others in flight (0: take only what is ready; docs/trainers.md)"""
     generator: Literal["hf", "vllm", "openai"] = "hf"
     """what samples rollouts: the trained model (`hf`), a vLLM engine in this process (`vllm`), or an OpenAI-compatible server (`openai`; docs/trainers.md)"""
     generator_url: str | None = None
@@ -315,9 +317,11 @@ class RolloutConfig(LayoutConfig):
     generator_gpu_memory: float = 0.3
     """`--generator vllm`: share of GPU memory the engine may take (the rest is the trainer's)"""
     max_turns: Annotated[int | None, Hidden] = None
-    """not a flag: cut an episode after this many model turns (None: the env's own limit, which the trainers set through the env's `max_turns` argument)"""
+    """not a flag: cut an episode after this many model turns (None: the env's own limit, which the
+    trainers set through the env's `max_turns` argument)"""
     max_action_chars: Annotated[int | None, Hidden] = MAX_ACTION_CHARS
-    """not a flag: past actions go back into the history cut to this many characters, against runaway output (the turn's own sample is never cut; None: whole)"""
+    """not a flag: past actions go back into the history cut to this many characters, against
+    runaway output (the turn's own sample is never cut; None: whole)"""
 
     # read-only views of the sampling settings, which live in ``sampling``
     @property
@@ -336,8 +340,9 @@ class RolloutConfig(LayoutConfig):
         super().check()
         if self.rollout_mode not in ROLLOUT_MODES:
             raise SettingError("rollout_mode", f"must be one of {ROLLOUT_MODES}, got {self.rollout_mode!r}")
-        if self.max_generate_batch is not None and (not _is_int(self.max_generate_batch) or self.max_generate_batch < 1):
-            raise SettingError("max_generate_batch", f"must be an integer >= 1 or None, got {self.max_generate_batch!r}")
+        cap = self.max_generate_batch
+        if cap is not None and (not _is_int(cap) or cap < 1):
+            raise SettingError("max_generate_batch", f"must be an integer >= 1 or None, got {cap!r}")
         if not (_is_number(self.batch_wait) and self.batch_wait >= 0):
             raise SettingError("batch_wait", f"must be a finite number >= 0, got {self.batch_wait!r}")
         if self.max_turns is not None and (not _is_int(self.max_turns) or self.max_turns < 1):
@@ -518,7 +523,8 @@ class SFTConfig:
     which is what a cold start leaves unset; ``trainers/sft.py`` sets its own defaults."""
 
     num_episodes: int | None = None
-    """expert episodes to collect (distinct tasks; RL never trains on a cold start's; None: the env's recipe, 2048 on ToolQA-v0, else 128)"""
+    """expert episodes to collect (distinct tasks; RL never trains on a cold start's; None: the env's
+    recipe, 2048 on ToolQA-v0, else 128)"""
     num_steps: int | None = None
     """optimizer steps (a cold start's 0: none; None: the env's recipe, 3600 on ToolQA-v0, else 100)"""
     batch_size: int | None = None
@@ -538,7 +544,9 @@ class SFTConfig:
     judge_samples: int = 0
     """GCD cold start: judge samples (critique + verdict from step labels) mixed into the expert data (0: none)"""
     chatty_answers: float | None = None
-    """fraction of expert episodes whose final answer is said as a sentence (`<answer>The answer is X.</answer>`), as a chatty teacher writes it (envs whose episodes end in `<answer>`; None: the env's recipe, 0.6 on ToolQA-v0, else 0)"""
+    """fraction of expert episodes whose final answer is said as a sentence (`<answer>The answer is
+    X.</answer>`), as a chatty teacher writes it (envs whose episodes end in `<answer>`; None: the
+    env's recipe, 0.6 on ToolQA-v0, else 0)"""
 
     def __post_init__(self) -> None:
         check_on_init(self)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 import functools
 import typing
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, is_dataclass
 from typing import Any, Iterator, TypeVar
 
 import tyro
