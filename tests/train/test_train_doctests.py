@@ -7,9 +7,9 @@ import pytest
 
 MODULES = ["agentgym.train.advantages", "agentgym.train.vspo", "agentgym.train.dapo", "agentgym.train.gigpo",
            "agentgym.train.tasks", "agentgym.train.config", "agentgym.train.flags", "agentgym.train.distributed",
-           "agentgym.rewards.prs", "agentgym.train.gcd.labels", "agentgym.train.gcd.judge", "agentgym.train.gcd.correction",
-           "agentgym.train.gcd.external", "agentgym.train.gcd.steps", "agentgym.train.gcd.coldstart",
-           "agentgym.train.sft", "agentgym.train.expert", "agentgym.train.presets"]
+           "agentgym.rewards.prs", "agentgym.train.gcd.labels", "agentgym.train.gcd.judge",
+           "agentgym.train.gcd.correction", "agentgym.train.gcd.external", "agentgym.train.gcd.steps",
+           "agentgym.train.gcd.coldstart", "agentgym.train.sft", "agentgym.train.expert", "agentgym.train.presets"]
 
 
 @pytest.mark.parametrize("name", MODULES)
