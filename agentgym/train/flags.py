@@ -72,8 +72,12 @@ class Setting:
     @property
     def negative_flag(self) -> str:
         """A boolean's ``--no-`` form (``--gigpo.no-step-std-normalize``)."""
-        head, _, last = self.flag[2:].rpartition(".")
-        return f"--{head + '.' if head else ''}no-{last}"
+        return _negative(self.flag)
+
+
+def _negative(flag: str) -> str:
+    head, _, last = flag[2:].rpartition(".")
+    return f"--{head + '.' if head else ''}no-{last}"
 
 
 def _dashed(name: str) -> str:
@@ -241,7 +245,7 @@ def check_names(cls: type) -> None:
         where = f"the former name of {'.'.join(target.path)}"
         claim(flag, where)
         if target.is_bool:
-            claim(Setting(path + (old,), flag, None, False, True, "").negative_flag, where)
+            claim(_negative(flag), where)
         if not path and old in flat:
             raise FlagClash(f"{cls.__name__}: {old!r} is the flat name of {'.'.join(flat[old].path)} and {where}")
 
@@ -281,7 +285,7 @@ def rewrite_former_flags(cls: type, argv: list[str]) -> list[str]:
     for flag, path, old, target in former_names(cls):
         renamed[flag] = target.flag
         if target.is_bool:
-            renamed[Setting(path + (old,), flag, None, False, True, "").negative_flag] = target.negative_flag
+            renamed[_negative(flag)] = target.negative_flag
     out = []
     for arg in argv:
         name, eq, value = arg.partition("=")
