@@ -492,9 +492,14 @@ class SFTConfig:
     """fraction of expert episodes whose final answer is said as a sentence (`<answer>The answer is X.</answer>`), as a chatty teacher writes it (envs whose episodes end in `<answer>`)"""
     max_prompt_tokens: int = 3072
     """leave out an expert sample whose prompt before its last model turn is longer (as RL cuts such an episode; the run stops if none is left)"""
+    explore: float = 0.0
+    """share of turns on which the expert episode plays a random admissible action instead (never trained on), so the data holds states off the expert's path, each labelled with the expert's next action from there (DAgger's mixture; envs with admissible actions and a planning expert, e.g. ALFWorld)"""
 
     def validate(self) -> None:
         _at_least("num-episodes", self.num_episodes, 1)
+        _finite("explore", self.explore, minimum=0.0)
+        if self.explore > 1:
+            raise ConfigError(f"--explore is a fraction in [0, 1], got {self.explore}")
         _at_least("max-prompt-tokens", self.max_prompt_tokens, 1)
         _finite("chatty-answers", self.chatty_answers, minimum=0.0)
         if self.chatty_answers > 1:

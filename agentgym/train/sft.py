@@ -51,6 +51,8 @@ def _recipe(cfg: SFTRunConfig) -> dict[str, Any]:
     if sft.get("max_prompt_tokens") == SFTConfig.max_prompt_tokens:
         # the default cap is left out too, so cold starts cached before it existed are still reused
         sft.pop("max_prompt_tokens")
+    if not sft.get("explore"):
+        sft.pop("explore", None)  # likewise: no exploration is the recipe made before the setting
     if not sft.get("judge_samples"):
         # without judge samples the run is the one made before the setting existed: keep its
         # recipe, so cold starts cached then are still reused
@@ -85,9 +87,9 @@ def expert_samples(cfg: SFTRunConfig, encoder, progress: bool = False):
                 options["task_id"] = chosen[k]
             seed = task_seed(cfg.seed, k, STREAM_COLD_START)
             got, record = expert_episode(env, encoder, seed, cfg.layout, cfg.window, options,
-                                         chatty=chats(seed, cfg.sft.chatty_answers))
+                                         chatty=chats(seed, cfg.sft.chatty_answers), explore=cfg.sft.explore)
             samples += got
-            solved += bool(got)
+            solved += bool(got) and record["success"]
             chatty += bool(got) and record.get("chatty", False)
             played.append(str(record["task_id"]))
     finally:
