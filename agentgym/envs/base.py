@@ -10,11 +10,13 @@ expert hook and every ``info`` key of the contract) from here:
 - ``_execute(parsed) -> Transition``: run a parsed action.
 - ``_format_error_terms()``: the PRS terms of a turn that did not parse.
 
-plus ``default_system_prompt``, ``tools`` and optionally ``_expert_action`` and ``_episode_metrics``.
+plus ``default_system_prompt``, ``tools`` and optionally ``_expert_action``, ``_episode_metrics`` and
+``_split_task_ids``.
 
 An env whose engine lists admissible actions (``_admissible_actions``, with
 ``lists_admissible_actions = True``) also gets the ``observation="history+admissible"`` /
 ``history=k`` and ``action_format="choice"`` options from here (:mod:`agentgym.envs.observations`).
+Every env takes ``tasks=`` (a task set folder: it plays exactly those tasks; :mod:`agentgym.envs.task_sets`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from agentgym.envs.observations import (CHOICE_NOTE, DEFAULT_HISTORY, HISTORY_NO
                                         check_options, history_entry)
 from agentgym.envs.parsing import ParsedAction, resolve_choice, sanitize
 from agentgym.envs.spaces import text_spaces
+from agentgym.envs.task_sets import TakesTaskSet, TaskDraws, set_task_ids
 from agentgym.envs.time_limit import time_limit_around
 from agentgym.rewards.components import reward_components
 from agentgym.rewards.prs import PRSSpec, PRSTracker
@@ -54,7 +57,7 @@ class Transition:
     extra_info: dict[str, Any] = field(default_factory=dict)
 
 
-class AgentEnv(gym.Env[str, str]):
+class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
     """Shared machinery of agentgym's text envs. See the module docstring for what to override."""
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
@@ -80,6 +83,7 @@ class AgentEnv(gym.Env[str, str]):
         observation: str = "raw",
         history: int = DEFAULT_HISTORY,
         action_format: str = "text",
+        tasks: Any = None,
         **unknown: Any,
     ):
         if unknown:  # named here, with the keywords the env does take, rather than by Python's TypeError
@@ -116,6 +120,9 @@ class AgentEnv(gym.Env[str, str]):
         self._done = True
         self._last_obs = ""
         self._task_info: dict[str, Any] = {}
+        self.task_set = tasks
+        """The task set resets draw from (``tasks=``, loaded by :class:`TakesTaskSet`), or None."""
+        self._task_draws = TaskDraws(tasks) if tasks is not None else None
 
     # ----- what subclasses provide ---------------------------------------------------------
     @property
@@ -159,12 +166,32 @@ class AgentEnv(gym.Env[str, str]):
     def _admissible_actions(self) -> list[str] | None:
         return None
 
+    def _split_task_ids(self, split: str | None) -> list[str] | None:
+        """What :meth:`task_ids` lists without a task set: ``split``'s tasks (None: the env's split)."""
+        return None
+
     # ----- the contract ------------------------------------------------------------------
+    @property
+    def spec(self):
+        return self.__dict__.get("_spec")
+
+    @spec.setter
+    def spec(self, spec) -> None:
+        # gym.make sets the spec right after making the env: the one moment the id it was made as is known
+        task_set = self.__dict__.get("task_set")
+        if spec is not None and task_set is not None and spec.id != task_set.env_id:
+            raise ValueError(f"the task set at {task_set.where} holds {task_set.env_id} tasks, not {spec.id} ones: "
+                             f"make it with gym.make({task_set.env_id!r}, tasks=...)")
+        self.__dict__["_spec"] = spec
+
     def task_ids(self, split: str | None = None) -> list[str] | None:
         """Every task of ``split`` (default: the env's own) as the ``task_id`` that
         ``reset(options={"task_id": ...})`` starts, in a fixed order; None when the env cannot
-        list them. Trainers use it to keep cold-start and RL tasks apart."""
-        return None
+        list them. Trainers use it to keep cold-start and RL tasks apart. An env made with
+        ``tasks=`` lists the set's tasks (those of ``split``, when one is named)."""
+        if self.task_set is None:
+            return self._split_task_ids(split)
+        return set_task_ids(self.task_set, split, self._split_task_ids)
 
     def set_prs_stage(self, stage: float | None) -> None:
         """Set the PRS stage for the next episodes (None: the final stage, full reward)."""
@@ -173,6 +200,8 @@ class AgentEnv(gym.Env[str, str]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         options = dict(options or {})
+        if self._task_draws is not None:
+            options = self._task_draws.options(seed, options)
         if "prs_stage" in options:
             self.prs_stage = arguments.prs_stage(options.pop("prs_stage"), 'options["prs_stage"]')
         self._tracker = PRSTracker(self.prs_spec, self.prs_stage)

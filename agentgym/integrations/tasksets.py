@@ -13,8 +13,9 @@
 
 Upload the folder as a dataset repo and pin it by revision (``huggingface_hub.snapshot_download(
 repo, repo_type="dataset", revision=COMMIT)`` gives the folder back). :func:`load_tasks` reads a
-folder; :meth:`TaskSet.make` makes the env and plays exactly those tasks; the leaderboard's
-``--tasks DIR`` plays every task of the set.
+folder; ``gym.make(ENV_ID, tasks=DIR)`` (or :meth:`TaskSet.make`) makes the env with the set's
+keyword arguments under the caller's and plays exactly those tasks (:mod:`agentgym.envs.task_sets`);
+the leaderboard's ``--tasks DIR`` plays every task of the set.
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import gymnasium as gym
-import numpy as np
 
 from agentgym.leaderboard.tasks import TaskRef
 
 SPEC_FILE = "environment.yaml"
+FORMAT = 1
+"""The layout of the folder, written as ``task_set_format``; raised when the layout changes, so an
+older agentgym refuses a set it would misread. A set without the field is format 1."""
 
 
 def is_task_set(path: str) -> bool:
@@ -55,6 +58,8 @@ def export_tasks(env_id: str, split: str, out: str, env_kwargs: Mapping[str, Any
     from agentgym.leaderboard.tasks import enumerate_tasks
 
     env_kwargs = dict(env_kwargs or {})
+    if env_kwargs.get("tasks") is not None:
+        raise ValueError("env kwargs of an export may not hold tasks=: export the env's own split, not another set")
     tasks = enumerate_tasks(env_id, split, env_kwargs, select, limit)
     canonical = tasks[0].options.get("split", split)
     rows = {"task_id": [t.task_id for t in tasks], "task_type": [t.task_type for t in tasks],
@@ -63,10 +68,11 @@ def export_tasks(env_id: str, split: str, out: str, env_kwargs: Mapping[str, Any
     os.makedirs(data_dir, exist_ok=True)
     Dataset.from_dict(rows).to_parquet(os.path.join(data_dir, f"{canonical}-00000-of-00001.parquet"))
     stamps = code_stamps()
-    spec = {"env_id": env_id, "env_kwargs": env_kwargs, "split": canonical, "num_tasks": len(tasks),
-            "task_list_hash": task_list_hash(t.task_id for t in tasks), "agentgym_version": stamps["agentgym_version"],
-            "git_commit": stamps["git_commit"], "engines": stamps["engines"]}
-    run = {"python": f'from agentgym.integrations.tasksets import load_tasks; env = load_tasks("{out}").make()',
+    spec = {"task_set_format": FORMAT, "env_id": env_id, "env_kwargs": env_kwargs, "split": canonical,
+            "num_tasks": len(tasks), "task_list_hash": task_list_hash(t.task_id for t in tasks),
+            "agentgym_version": stamps["agentgym_version"], "git_commit": stamps["git_commit"],
+            "engines": stamps["engines"]}
+    run = {"python": f'import agentgym, gymnasium as gym; env = gym.make("{env_id}", tasks="{out}")',
            "leaderboard": f"agentgym leaderboard --agents expert --envs {env_id} --split {canonical} "
                           f"--tasks {out} --out runs/board"}
     with open(os.path.join(out, SPEC_FILE), "w", encoding="utf-8") as f:
@@ -92,17 +98,24 @@ class TaskSet:
     split: str
     tasks: list[TaskRef]
     spec: dict[str, Any] = field(default_factory=dict)
+    path: str | None = None
+    """The folder it was read from (None for a set made in code)."""
 
     @property
     def task_ids(self) -> list[str]:
         return [t.task_id for t in self.tasks]
 
+    @property
+    def where(self) -> str:
+        """The folder, for messages."""
+        return self.path if self.path is not None else f"(a {self.env_id} set in memory)"
+
     def make(self, **overrides: Any) -> gym.Env:
-        """``gym.make`` of the set's env (its kwargs, then ``overrides``), wrapped so that a reset
-        without a ``task_id`` starts one of these tasks (drawn with the reset seed)."""
+        """``gym.make(env_id, tasks=this set, **overrides)``: the set's env, its kwargs under
+        ``overrides``; a reset without a ``task_id`` starts one of these tasks (drawn with the seed)."""
         import agentgym  # noqa: F401  registers the envs
 
-        return TaskSetWrapper(gym.make(self.env_id, **{**self.env_kwargs, **overrides}), self.tasks)
+        return gym.make(self.env_id, **{**overrides, "tasks": self})
 
     def refs_for(self, env_id: str, split: str) -> list[TaskRef]:
         """The tasks, for a board that plays ``env_id`` on ``split``: the set must be of both."""
@@ -115,54 +128,46 @@ class TaskSet:
 
 def load_tasks(path: str) -> TaskSet:
     """Read a task set folder (``environment.yaml`` and the parquet beside it)."""
+    import glob
+
+    import pyarrow.parquet as pq  # what datasets reads parquet with, without its cache or progress bars
     import yaml
-    from datasets import load_dataset
 
     from agentgym import __version__
 
     spec_path = os.path.join(str(path), SPEC_FILE)
     if not os.path.isfile(spec_path):
         raise ValueError(f"{path} is not a task set: it has no {SPEC_FILE} (write one with agentgym export-tasks)")
-    with open(spec_path, encoding="utf-8") as f:
-        spec = yaml.safe_load(f)
-    missing = {"env_id", "env_kwargs", "split", "task_list_hash"} - set(spec or {})
+    try:
+        with open(spec_path, encoding="utf-8") as f:
+            spec = yaml.safe_load(f)
+    except yaml.YAMLError as e:
+        raise ValueError(f"{spec_path} is not valid YAML: {' '.join(str(e).split())}") from None
+    if not isinstance(spec, dict):
+        raise ValueError(f"{spec_path} is not a task set's {SPEC_FILE}: it holds no keys")
+    made_with = spec.get("agentgym_version")
+    form = spec.get("task_set_format", 1)
+    if isinstance(form, bool) or not isinstance(form, int) or not 1 <= form <= FORMAT:
+        raise ValueError(f"the task set at {path} has task_set_format {form!r} (made by agentgym {made_with}); "
+                         f"agentgym {__version__} reads formats 1 to {FORMAT}: install the agentgym that made it")
+    missing = {"env_id", "env_kwargs", "split", "task_list_hash"} - set(spec)
     if missing:
         raise ValueError(f"{spec_path} lacks {sorted(missing)}")
-    rows = load_dataset("parquet", data_files=os.path.join(str(path), "data", "*.parquet"), split="train")
+    if not isinstance(spec["env_kwargs"], dict) or "tasks" in spec["env_kwargs"]:
+        raise ValueError(f"env_kwargs in {spec_path} must be a mapping without tasks=, got {spec['env_kwargs']!r}")
+    files = sorted(glob.glob(os.path.join(glob.escape(str(path)), "data", "*.parquet")))
+    if not files:
+        raise ValueError(f"the task set at {path} has no parquet under data/ (export it again)")
+    rows = [row for name in files for row in pq.read_table(name).to_pylist()]
     tasks = [TaskRef(r["task_id"], r["task_type"], json.loads(r["options"])) for r in rows]
     from agentgym.leaderboard.stamps import task_list_hash
 
     if task_list_hash(t.task_id for t in tasks) != spec["task_list_hash"]:
         raise ValueError(f"the tasks under {path}/data do not match the task_list_hash of its {SPEC_FILE}")
-    if spec.get("agentgym_version") != __version__:
-        warnings.warn(f"the task set was made with agentgym {spec.get('agentgym_version')}, this is {__version__}",
+    if made_with != __version__:
+        warnings.warn(f"the task set at {path} was made with agentgym {made_with}, this is {__version__}",
                       stacklevel=2)
-    return TaskSet(spec["env_id"], dict(spec["env_kwargs"]), spec["split"], tasks, spec)
-
-
-class TaskSetWrapper(gym.Wrapper):
-    """Resets start one of the set's tasks: the one ``options["task_id"]`` names, else one drawn
-    with the reset seed. Observations, rewards and info are the env's own."""
-
-    def __init__(self, env: gym.Env, tasks: Sequence[TaskRef]):
-        super().__init__(env)
-        if not tasks:
-            raise ValueError("a task set needs at least one task")
-        self.tasks = list(tasks)
-        self._by_id = {t.task_id: t for t in self.tasks}
-        self._draws = np.random.default_rng()
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        options = dict(options or {})
-        if seed is not None:
-            self._draws = np.random.default_rng(seed)
-        if "task_id" in options:
-            if str(options["task_id"]) not in self._by_id:
-                raise ValueError(f"task {options['task_id']!r} is not in this task set")
-            task = self._by_id[str(options["task_id"])]
-        else:
-            task = self.tasks[int(self._draws.integers(len(self.tasks)))]
-        return self.env.reset(seed=seed, options={**task.options, **options})
+    return TaskSet(spec["env_id"], dict(spec["env_kwargs"]), spec["split"], tasks, spec, str(path))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,8 +3,10 @@
 Layout of ``OUTPUT_DIR/checkpoints/step_<N>/``: the model and tokenizer as ``save_pretrained``
 writes them (so a checkpoint is also an ordinary model directory for ``agentgym eval``), and the
 rest in ``trainer_state.json`` + ``trainer_state.safetensors`` (:mod:`agentgym.train.state_file`:
-formats that run no code when read). ``OUTPUT_DIR/checkpoints/latest`` names the newest complete
-one; it is written last, so a run killed while saving resumes from the previous checkpoint.
+formats that run no code when read), whose tree a
+:class:`~agentgym.train.checkpoint_record.CheckpointRecord` reads and writes.
+``OUTPUT_DIR/checkpoints/latest`` names the newest complete one; it is written last, so a run
+killed while saving resumes from the previous checkpoint.
 
 Resuming trusts nothing it reads: :func:`resume_point` takes ``latest`` only when it names a
 complete ``step_<N>`` folder beside it, otherwise falls back to the newest complete checkpoint and
@@ -26,8 +28,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from agentgym.train.checkpoint_record import CheckpointRecord, read_checkpoint
 from agentgym.train.config import ConfigError
-from agentgym.train.state_file import TrainerStateError, has_state, read_state, write_state
+from agentgym.train.state_file import TrainerStateError, has_state, write_state
 
 _STEP_DIR = re.compile(r"step_(\d+)")
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
@@ -58,10 +61,26 @@ def save_checkpoint(output_dir: str | os.PathLike, step: int, model, tokenizer, 
     """Save everything needed to continue after ``step`` completed steps; returns the directory.
 
     ``extra`` holds the caller's own state (data position, args, schedules, hook state): plain data
-    (dicts, lists, tuples, numbers, strings, tensors, numpy arrays; see :mod:`~agentgym.train.state_file`). ``keep`` old checkpoints are kept besides the new one (None: keep all).
+    (dicts, lists, tuples, numbers, strings, tensors, numpy arrays; see :mod:`~agentgym.train.state_file`).
+    ``keep`` old checkpoints are kept besides the new one (None: keep all).
     ``model_state`` / ``optimizer_state`` replace ``model.state_dict()`` / ``optimizer.state_dict()``
-    (FSDP: the full states gathered from every rank's shard).
+    (FSDP: the full states gathered from every rank's shard). The trainers save a
+    :class:`~agentgym.train.checkpoint_record.CheckpointRecord` with :func:`write_checkpoint`.
     """
+    optimizer_state = optimizer.state_dict() if optimizer_state is None else optimizer_state
+    tree = {"step": step, "optimizer": optimizer_state, "rng": rng_state(), "extra": extra or {}}
+    return _write(output_dir, step, tree, model, tokenizer, keep, model_state)
+
+
+def write_checkpoint(output_dir: str | os.PathLike, record: CheckpointRecord, model, tokenizer,
+                     keep: int | None = 2, model_state: dict | None = None) -> Path:
+    """Save ``record`` beside the model and tokenizer as ``OUTPUT_DIR/checkpoints/step_<record.step>``
+    and make it ``latest``; returns the directory. ``keep`` and ``model_state`` as in :func:`save_checkpoint`."""
+    return _write(output_dir, record.step, record.state_dict(), model, tokenizer, keep, model_state)
+
+
+def _write(output_dir, step: int, tree: dict[str, Any], model, tokenizer, keep: int | None,
+           model_state: dict | None) -> Path:
     root = Path(output_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step_{step}"
@@ -69,8 +88,7 @@ def save_checkpoint(output_dir: str | os.PathLike, step: int, model, tokenizer, 
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp, **({"state_dict": model_state} if model_state is not None else {}))
     tokenizer.save_pretrained(tmp)
-    optimizer_state = optimizer.state_dict() if optimizer_state is None else optimizer_state
-    write_state(tmp, {"step": step, "optimizer": optimizer_state, "rng": rng_state(), "extra": extra or {}})
+    write_state(tmp, tree)
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
     latest_tmp = root / ".latest.tmp"
@@ -138,8 +156,8 @@ def find_checkpoint(path: str | os.PathLike) -> Path | None:
     return candidates[0] if candidates else None
 
 
-def _check_loads(step_dir: Path) -> dict[str, Any]:
-    """The checkpoint's trainer state, after checking that its model files load; raises
+def _check_loads(step_dir: Path) -> CheckpointRecord:
+    """The checkpoint's record, after checking that its model files load; raises
     ``CheckpointError`` naming the first file that does not."""
     from safetensors import safe_open
     from transformers import AutoConfig
@@ -164,17 +182,13 @@ def _check_loads(step_dir: Path) -> dict[str, Any]:
         except Exception as e:
             raise CheckpointError(f"{shard}: not readable weights ({type(e).__name__}: {e})") from e
     try:
-        state = read_state(step_dir)
-        int(state["step"]), state["optimizer"], state["rng"], state["extra"]["data_position"]
+        return read_checkpoint(step_dir)
     except TrainerStateError as e:
         raise CheckpointError(str(e)) from e
-    except (KeyError, TypeError, ValueError) as e:
-        raise CheckpointError(f"{step_dir}: trainer state lacks {e}") from e
-    return state
 
 
-def resume_point(path: str | os.PathLike, auto: bool) -> tuple[Path | None, dict[str, Any] | None]:
-    """``(checkpoint, trainer state)`` to resume from under ``path``, or ``(None, None)`` for a
+def resume_point(path: str | os.PathLike, auto: bool) -> tuple[Path | None, CheckpointRecord | None]:
+    """``(checkpoint, its record)`` to resume from under ``path``, or ``(None, None)`` for a
     fresh start (only with ``auto`` and no checkpoint there at all).
 
     A checkpoint that does not load is passed over for the previous one, with a line on stderr
@@ -187,7 +201,7 @@ def resume_point(path: str | os.PathLike, auto: bool) -> tuple[Path | None, dict
     problems: list[str] = []
     for k, candidate in enumerate(candidates):
         try:
-            state = _check_loads(candidate)
+            record = _check_loads(candidate)
         except CheckpointError as e:
             if direct:
                 raise
@@ -197,7 +211,7 @@ def resume_point(path: str | os.PathLike, auto: bool) -> tuple[Path | None, dict
             for line in notes + problems:
                 print(f"resume: {line}", file=sys.stderr)
             print(f"resume: resuming from {candidate}, the newest checkpoint that loads", file=sys.stderr)
-        return candidate, state
+        return candidate, record
     root = _checkpoints_root(path)
     if root is not None and (notes or problems):
         why = "; ".join(problems + notes) or "nothing loadable"
@@ -209,20 +223,22 @@ def resume_point(path: str | os.PathLike, auto: bool) -> tuple[Path | None, dict
 
 
 def load_trainer_state(checkpoint: str | os.PathLike, optimizer=None, restore_rng: bool = True,
-                       state: dict[str, Any] | None = None) -> dict[str, Any]:
+                       state: CheckpointRecord | dict[str, Any] | None = None) -> dict[str, Any]:
     """Load optimizer state and RNG states from a checkpoint; returns ``{"step", "extra", "optimizer"}``.
 
-    ``state`` is the checkpoint's trainer state when the caller has read it already
+    ``state`` is the checkpoint's record (or trainer-state tree) when the caller has read it already
     (:func:`resume_point`). Load the model from the same directory with ``from_pretrained`` before
-    building the optimizer.
+    building the optimizer. The trainers restore through the record
+    (:func:`agentgym.train.run_setup.restore`); this reads it the way older callers expect.
     """
     if state is None:
         try:
-            state = read_state(checkpoint)
+            state = read_checkpoint(checkpoint)
         except TrainerStateError as e:
             raise CheckpointError(str(e)) from e
+    tree = state.state_dict() if isinstance(state, CheckpointRecord) else state
     if optimizer is not None:
-        optimizer.load_state_dict(state["optimizer"])
+        optimizer.load_state_dict(tree["optimizer"])
     if restore_rng:
-        set_rng_state(state["rng"])
-    return {"step": int(state["step"]), "extra": state["extra"], "optimizer": state["optimizer"]}
+        set_rng_state(tree["rng"])
+    return {"step": int(tree["step"]), "extra": tree["extra"], "optimizer": tree["optimizer"]}

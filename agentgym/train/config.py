@@ -547,6 +547,10 @@ class SFTConfig:
     """fraction of expert episodes whose final answer is said as a sentence (`<answer>The answer is
     X.</answer>`), as a chatty teacher writes it (envs whose episodes end in `<answer>`; None: the
     env's recipe, 0.6 on ToolQA-v0, else 0)"""
+    explore: float = 0.0
+    """share of turns on which the expert episode plays a random admissible action instead (never
+    trained on), so the data holds states off the expert's path, each labelled with the expert's next
+    action from there (DAgger's mixture; envs with admissible actions and a planning expert, e.g. ALFWorld)"""
 
     def __post_init__(self) -> None:
         check_on_init(self)
@@ -584,6 +588,8 @@ class SFTConfig:
             raise SettingError("judge_samples", f"must be an integer >= 0, got {self.judge_samples!r}")
         if self.chatty_answers is not None and not (_is_number(self.chatty_answers) and 0 <= self.chatty_answers <= 1):
             raise SettingError("chatty_answers", f"is a fraction in [0, 1], got {self.chatty_answers!r}")
+        if not (_is_number(self.explore) and 0 <= self.explore <= 1):
+            raise SettingError("explore", f"is a fraction in [0, 1], got {self.explore!r}")
 
 
 def check_groups(config: Any) -> None:

@@ -67,47 +67,45 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
 
 
 @functools.lru_cache(maxsize=4)
-def _trainer_extra(model_dir: str) -> dict[str, Any]:
-    """The ``extra`` record of a trainer checkpoint ({} for any other directory), read once per
-    directory, without its tensors (the optimizer state can be large). Callers only read it.
-    Raises ``TrainerStateError`` naming the file when the record is damaged or unsafe to read."""
-    from agentgym.train.state_file import has_state, read_state
+def trainer_record(model_dir: str):
+    """The :class:`~agentgym.train.checkpoint_record.CheckpointRecord` of a trainer checkpoint (None
+    for any other directory), read once per directory, without its tensors (the optimizer state can
+    be large). Callers only read it. Raises ``TrainerStateError`` naming the file when the record is
+    damaged or unsafe to read."""
+    from agentgym.train.checkpoint_record import read_checkpoint
+    from agentgym.train.state_file import has_state
 
-    if not has_state(model_dir):
-        return {}
-    return read_state(model_dir, tensors=False).get("extra", {})
+    return read_checkpoint(model_dir, tensors=False) if has_state(model_dir) else None
 
 
-def trained_mistakes(model_dir: str) -> list[str]:
-    """The GCD "Common mistakes" list a checkpoint was trained with (empty when there is none, or
-    when the run had ``--no-gcd.correction``): evaluation puts it in the system prompt, as
-    training did."""
-    extra = _trainer_extra(model_dir)
-    if not extra.get("config", {}).get("gcd", {}).get("correction", False):
-        return []
-    return list(extra.get("extension", {}).get("gcd", {}).get("correction", {}).get("mistakes", []))
+def trained_extensions(model_dir: str):
+    """The extensions a checkpoint was trained with, with its recorded state (none for a directory
+    that is not a trainer checkpoint): their ``system_prompt`` is the prompt training used (GCD's
+    "Common mistakes" list)."""
+    from agentgym.train.extensions import recorded_extensions
+    from agentgym.train.hooks import Extensions
+
+    record = trainer_record(model_dir)
+    return Extensions() if record is None else recorded_extensions(record.config, record.state.extension)
+
+
+def __getattr__(name: str):
+    # GCD's own reader of a checkpoint's list lived here once; its home is now the extension's module
+    if name == "trained_mistakes":
+        from agentgym.train.extensions.gcd import trained_mistakes
+
+        return trained_mistakes
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def recorded_env_kwargs(model_dir: str, env_id: str) -> dict[str, Any] | None:
     """The env kwargs a checkpoint records for ``env_id`` (reward mode aside): an RL trainer's
     checkpoint, else a cold start's output (``agentgym_sft.json``); None when it records none."""
-    from agentgym.train.presets import LEGACY_DEFAULTS, resolve_env_kwargs
-    from agentgym.train.setup import parse_env_kwargs
     from agentgym.train.sft import read_record
 
-    extra = _trainer_extra(model_dir)
-    config = extra.get("config", {})
-    env = config.get("env", {})
-    if env.get("env_id") == env_id:
-        if isinstance(extra.get("env_kwargs"), dict):  # the kwargs the run resolved
-            kwargs = dict(extra["env_kwargs"])
-        elif "preset" in env:
-            kwargs = resolve_env_kwargs(env_id, config.get("model", {}).get("model"), env["preset"],
-                                        parse_env_kwargs(env.get("env_kwargs")))[1]
-        else:  # a run from before presets: its --env-kwargs replaced the trainers' defaults
-            kwargs = (parse_env_kwargs(env["env_kwargs"]) if env.get("env_kwargs") is not None
-                      else dict(LEGACY_DEFAULTS.get(env_id, {})))
-    else:
+    record = trainer_record(model_dir)
+    kwargs = record.trained_env_kwargs(env_id) if record is not None else None
+    if kwargs is None:
         recipe = (read_record(model_dir) or {}).get("recipe", {})
         if recipe.get("env_id") != env_id or not isinstance(recipe.get("env_kwargs"), dict):
             return None
@@ -190,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"agentgym eval: error: {e}\n")
     if not args.base_url:
         try:  # the checkpoint's own record first, before any weights are read
-            _trainer_extra(args.model)
+            trainer_record(args.model)
         except TrainerStateError as e:
             parser.exit(2, f"agentgym eval: error: {e}\n")
 
@@ -210,13 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     # a served model's name is no directory: `auto` gives it the env's own defaults
     preset, env_kwargs = resolve_env_kwargs(args.env_id, None if args.base_url else args.model, args.preset, overrides)
     print(f"env: {describe(args.env_id, preset, env_kwargs, args.preset)}")
-    mistakes = [] if args.base_url else trained_mistakes(args.model)
     hook = None
-    if mistakes:
-        from agentgym.train.gcd.correction import inject_mistakes
-
-        print(f"system prompt: the checkpoint's GCD \"Common mistakes\" list ({len(mistakes)} items) appended")
-        hook = functools.partial(inject_mistakes, mistakes=mistakes)
+    extensions = trained_extensions(args.model) if not args.base_url else None
+    note = extensions.system_prompt_note() if extensions is not None else None
+    if note:  # the prompt the checkpoint was trained with
+        print(f"system prompt: the checkpoint's {note}")
+        hook = extensions.system_prompt
     result = evaluate(policy, args.env_id, env_kwargs, args.split or None, args.num_episodes, args.batch_size,
                       args.seed, sampling, args.window, args.prs_stage, system_prompt_hook=hook)
     print(f"{args.env_id} [{result['split']}] {result['num_episodes']} episodes: "

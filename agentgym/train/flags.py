@@ -23,10 +23,11 @@ and :func:`build` takes the old name where the group's settings are named.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import typing
 from dataclasses import dataclass, is_dataclass
-from typing import Any, Iterator, TypeVar
+from typing import Any, Iterator, Mapping, TypeVar
 
 import tyro
 
@@ -333,6 +334,44 @@ def build(config_cls: type[C], _default: C | None = None, **values: Any) -> C:
             hint = f" ({key} is now {', '.join('.'.join(t.path) for t in moved)})" if moved else ""
             raise TypeError(f"{cls.__name__} has no setting {key!r}{hint}")
     return config
+
+
+def from_recorded(group_cls: type[C], values: Mapping[str, Any]) -> C:
+    """A group rebuilt from its recorded dict (a checkpoint's config, as ``to_dict`` wrote it in this
+    version or an older one): a nested group from its nested dict over the group's own default (GCD's
+    judge loss keeps its ``seq-mean``), a former name read as its setting's current one, a key this
+    version does not know left out.
+
+    >>> from agentgym.train.extensions.gigpo import GiGPOConfig
+    >>> from_recorded(GiGPOConfig, {"std_normalize": False, "omega": 0.5, "gone": 1}).step_std_normalize
+    False
+    """
+    return _fill(group_cls(), values)
+
+
+def _fill(group: Any, values: Mapping[str, Any]) -> Any:
+    values = copy.deepcopy(dict(values))
+    types = {name: tp for name, tp, _ in _field_types(type(group))}
+    for old, new in getattr(type(group), "FORMER_NAMES", {}).items():
+        if old not in values or old in types:
+            continue
+        value = values.pop(old)
+        *path, last = new.split(".")
+        target = values
+        for name in path:
+            target = target.setdefault(name, {})
+            if not isinstance(target, dict):
+                break
+        else:
+            target.setdefault(last, value)  # a setting recorded under both names keeps its current one
+    changes = {}
+    for key, value in values.items():
+        if key not in types:
+            continue
+        if _is_group(types[key]) and isinstance(value, Mapping):
+            value = _fill(getattr(group, key), value)
+        changes[key] = value
+    return dataclasses.replace(group, **changes)
 
 
 def _apply(config: Any, path: tuple[str, ...], values: dict, cls: type) -> None:

@@ -14,7 +14,10 @@ A :class:`TrainerExtension` sees each step at these points, in this order:
    objective is ``L_policy + sum_kind w_kind * L_kind`` in one backward pass.
 
 ``metrics()`` is merged into the step's logged metrics and ``state_dict``/``load_state_dict`` go
-into checkpoints, so extensions resume exactly. :class:`Extensions` chains several in order.
+into checkpoints, so extensions resume exactly. ``agentgym eval`` rebuilds a checkpoint's
+extensions the same way (:func:`agentgym.train.extensions.recorded_extensions`: the recorded
+settings, then ``load_state_dict``) and evaluates with their ``system_prompt``, printing
+``system_prompt_note()``. :class:`Extensions` chains several in order.
 
 Data-parallel (``torchrun``), each rank runs the hooks on its own groups, with its own state
 (saved per rank); ``summed_metrics`` names the metrics that count things, summed over ranks where
@@ -101,6 +104,11 @@ class TrainerExtension:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         pass
 
+    def system_prompt_note(self) -> str | None:
+        """One line on how :meth:`system_prompt` rewrites prompts now (``agentgym eval`` prints it
+        for a checkpoint); None when it leaves them as they are."""
+        return None
+
 
 class Extensions(TrainerExtension):
     """Several extensions as one, applied in order (each sees the previous one's output)."""
@@ -150,3 +158,7 @@ class Extensions(TrainerExtension):
     def load_state_dict(self, state):
         for e in self.items:
             e.load_state_dict(state.get(e.name, {}))
+
+    def system_prompt_note(self):
+        notes = [note for e in self.items if (note := e.system_prompt_note())]
+        return "; ".join(notes) or None

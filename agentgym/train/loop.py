@@ -15,9 +15,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from agentgym.train.collector import Collector
-from agentgym.train.config import TINY_MODELS, TrainConfig, to_dict
-from agentgym.train.hooks import Extensions, StepContext, TrainerExtension
+from agentgym.train.config import TrainConfig
+from agentgym.train.hooks import TrainerExtension
+from agentgym.train.run_setup import RunSetup, save, set_up
+from agentgym.train.run_setup import cold_start  # noqa: F401  (its import path before run_setup existed)
+from agentgym.train.run_state import RunState
 
 
 @dataclass
@@ -35,20 +37,6 @@ class TrainResult:
 
     def __len__(self) -> int:
         return len(self.history)
-
-
-def cold_start(config: TrainConfig) -> str:
-    """The built-in tiny model after an SFT cold start on this env's expert, made with this run's
-    env, layout and seed (a cached one is reused only when made with exactly the same recipe)."""
-    import os
-
-    from agentgym.train import sft
-
-    sft_cfg = config.cold_start_config()
-    final = os.path.join(sft_cfg.run.output_dir, "final")
-    if sft.reusable(final, sft_cfg):
-        return final
-    return sft.run_sft(sft_cfg)
 
 
 def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=None) -> dict:
@@ -74,173 +62,40 @@ def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=N
         set_rng_state(saved)
 
 
-def _task_stream(config: TrainConfig, env, model_dir: str):
-    """The RL task stream, without the tasks the model's cold start trained on."""
-    from agentgym.train import sft
-    from agentgym.train.tasks import TaskStream
-
-    record = sft.read_record(model_dir) or {}
-    excluded = []
-    if record.get("env_id") == config.env.env_id and record.get("split") == config.env.split:
-        excluded = list(record.get("task_ids", []))
-    listed = env.task_ids(config.env.split) if hasattr(env, "task_ids") else None
-    return TaskStream(config.run.seed, listed, excluded), excluded
-
-
 def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerExtension = (),
           name: str = "grpo") -> TrainResult:
     """Train ``config.model`` on ``config.env`` with GRPO and the given extensions."""
-    import gymnasium as gym
-    import torch
     from tqdm.auto import tqdm
 
-    import agentgym  # noqa: F401  registers the envs
-    from agentgym.agents.tiny import resolve_model_path
-    from agentgym.locks import lock_dir
-    from agentgym.rewards.prs import PRSSchedule, stage_pass_rate
     from agentgym.train import fsdp
     from agentgym.train.advantages import group_advantages
-    from agentgym.train.chat import ChatEncoder
-    from agentgym.train.checkpoint import load_trainer_state, resume_point, rng_state, save_checkpoint, set_rng_state
-    from agentgym.train.distributed import init_distributed, reduce_metrics, stream_seed
-    from agentgym.train.generators import make_generator
-    from agentgym.train.metrics import MetricsLogger
     from agentgym.train.samples import episode_samples, per_turn
-    from agentgym.train.setup import load_model, load_tokenizer, make_env_batch, resolve_device, seed_everything
-    from agentgym.train.stats import episode_metrics, played_metrics
-    from agentgym.train.threads import set_cpu_threads
+    from agentgym.train.tasks import StepTasks
 
-    config.validate()
-    ext = extensions if isinstance(extensions, Extensions) else Extensions(
-        [extensions] if isinstance(extensions, TrainerExtension) else extensions)
-    env_cfg, r, o, run = config.env, config.rollout, config.optim, config.run
-
-    # ----- setup -----
-    dist = init_distributed(resolve_device(config.model.device), config.model.fsdp)
-    # one trainer per output directory: a second one would overwrite this one's checkpoints
-    dir_lock = lock_dir(run.output_dir) if dist.is_main else None
-    device = dist.device
-    on_gpu = device.startswith("cuda")
-    if not on_gpu:
-        set_cpu_threads(config.model.cpu_threads)
-    bf16 = config.model.bf16 and on_gpu
-    env_kwargs = env_cfg.kwargs(config.model.model)
-    if dist.is_main:
-        print(f"env: {env_cfg.describe(config.model.model)}", flush=True)
-    with dist.main_first():  # rank 0 builds the tiny model and the cold start, the others load them
-        base_model = resolve_model_path(config.model.model, (env_cfg.env_id,))
-        if config.model.model in TINY_MODELS and config.cold_start.resolved(env_cfg.env_id).num_steps > 0:
-            base_model = cold_start(config)
-    checkpoint, saved = None, None
-    if run.resume:
-        checkpoint, saved = resume_point(run.output_dir if run.resume == "auto" else run.resume,
-                                         auto=run.resume == "auto")
-    seed_everything(run.seed + dist.rank)  # ranks sample differently
-    tokenizer = load_tokenizer(base_model)
-    # FSDP: load on the CPU, then each rank moves only its shard to the device
-    load_on = "cpu" if config.model.fsdp else device
-    model = load_model(str(checkpoint or base_model), load_on, config.model.gradient_checkpointing and on_gpu)
-    ref_model = load_model(base_model, load_on, trainable=False) if o.loss.beta > 0 else None
-    if config.model.fsdp:
-        model = fsdp.shard(model, device, dist.world_size)
-        ref_model = fsdp.shard(ref_model, device, dist.world_size) if ref_model is not None else None
-    optimizer = torch.optim.AdamW(model.parameters(), lr=o.learning_rate, weight_decay=o.weight_decay)
-    generator = make_generator(config, model, tokenizer, r.sampling, str(checkpoint or base_model))
-    policy = generator.policy
-    probe = gym.make(env_cfg.env_id, **env_kwargs)
+    # ----- setup (and the checkpoint's state, with --resume) -----
+    run, state = set_up(config, extensions, name)
+    r, o, ext, dist, every = config.rollout, config.optim, run.extensions, run.dist, config.eval.eval_every
+    evaluating = config.eval.eval_episodes > 0
+    result = TrainResult(output_dir=config.run.output_dir, evaluation=state.evaluation)
     try:
-        spec = probe.unwrapped.prs_spec
-        stream, excluded = _task_stream(config, probe.unwrapped, base_model)
-    finally:
-        probe.close()
-    schedule = PRSSchedule(spec, kind=env_cfg.prs_schedule if env_cfg.prs_schedule != "none" else "constant",
-                           num_steps=env_cfg.prs_schedule_steps, threshold=env_cfg.prs_threshold,
-                           start_stage=env_cfg.prs_start_stage)
-    local_groups = r.num_groups // dist.world_size  # config.validate() checked that it divides
-    envs = make_env_batch(env_cfg.env_id, local_groups, r.group_size, env_cfg.backend_options(), env_kwargs)
-    collector = Collector(envs, policy, ChatEncoder(tokenizer), r, r.sampling, {"split": env_cfg.split}, device, bf16,
-                          ext.system_prompt)
-    start_step, data_position, evaluation, curve, played, seconds = 0, 0, {}, [], 0, 0.0
-    if checkpoint is not None:  # every rank loads the same checkpoint
-        state = load_trainer_state(checkpoint, None if config.model.fsdp else optimizer, state=saved)
-        if config.model.fsdp:
-            fsdp.load_optimizer_state(model, optimizer, state["optimizer"])
-        start_step, data_position = state["step"], state["extra"]["data_position"]
-        schedule.load_state_dict(state["extra"]["prs_schedule"])
-        # each rank's own extension state and random streams when the rank count is the same;
-        # otherwise rank 0's extension state and fresh streams for the ranks past rank 0
-        per_rank = state["extra"].get("per_rank") or [{}]
-        mine = per_rank[dist.rank] if dist.rank < len(per_rank) else None
-        ext.load_state_dict(mine["extension"] if mine and "extension" in mine else state["extra"]["extension"])
-        if mine and "rng" in mine:
-            set_rng_state(mine["rng"])
-        elif dist.rank > 0:
-            seed_everything(stream_seed(run.seed, dist.rank, start_step))
-        evaluation = dict(state["extra"].get("evaluation", {}))
-        curve = list(state["extra"].get("eval_curve", []))
-        played = int(state["extra"].get("episodes_played", 0))
-        seconds = float(state["extra"].get("train_seconds", 0.0))
-    logger = (MetricsLogger(run.output_dir, resume_step=start_step if checkpoint else None, tensorboard=run.tensorboard)
-              if dist.is_main else None)
-    loss_cfg = o.loss_config()
-    loss_configs = {kind: k.loss for kind, k in ext.sample_kinds.items() if k.loss is not None}
-    loss_weights = {kind: k.weight for kind, k in ext.sample_kinds.items()}
-    result = TrainResult(output_dir=run.output_dir, evaluation=evaluation)
-
-    extra_taken = 0  # tasks the extensions took this step, on this rank
-
-    def batch_requests():
-        # every rank skips the whole global batch and plays its own slice of it
-        nonlocal data_position
-        first = data_position + dist.rank * local_groups
-        data_position += r.num_groups
-        return [stream.request(first + i) for i in range(local_groups)]
-
-    def next_requests(n: int, tag: str = "batch"):
-        # an extension's extra tasks: positions strided by rank, so ranks never share one (one
-        # process: the next n positions)
-        nonlocal extra_taken
-        out = [stream.request(data_position + (extra_taken + i) * dist.world_size + dist.rank, tag)
-               for i in range(n)]
-        extra_taken += n
-        return out
-
-    def curve_point(step: int, res: dict) -> dict[str, float]:
-        point = {"step": step, "episodes": played, "seconds": round(seconds, 3), "success": res["success_rate"],
-                 "return": res["prs_return"]}
-        curve.append(point)
-        return point
-
-    def evaluate_held_out() -> dict:
-        # on rank 0 (FSDP: on gathered weights), the result broadcast to every rank
-        with fsdp.gathered(model):
-            res = run_eval(config, policy, env_kwargs, ext.system_prompt) if dist.is_main else None
-        return dist.broadcast(res)
-
-    if config.eval.eval_episodes > 0 and "before" not in evaluation:
-        evaluation["before"] = evaluate_held_out()
-        curve_point(0, evaluation["before"])
-
-    end = start_step if 0 < run.max_episodes <= played else run.num_steps  # a budget already spent
-    if end > start_step:
-        evaluation.pop("after", None)  # a shorter run's end-of-run evaluation, now out of date
-    last_step = start_step
-    bar = tqdm(range(start_step, end), initial=start_step, total=run.num_steps,
-               disable=not (run.progress and dist.is_main), desc=name, dynamic_ncols=True)
-    try:
+        if evaluating and "before" not in state.evaluation:
+            state.evaluation["before"] = _held_out(run)
+            state.add_curve_point(state.evaluation["before"], step=0)
+        end = state.step if state.budget_spent(config.run.max_episodes) else config.run.num_steps
+        if end > state.step:
+            state.evaluation.pop("after", None)  # a shorter run's end-of-run evaluation, now out of date
+        bar = tqdm(range(state.step, end), initial=state.step, total=config.run.num_steps,
+                   disable=not (config.run.progress and dist.is_main), desc=name, dynamic_ncols=True)
         for step in bar:
             t_step = time.perf_counter()
             # ----- rollout -----
-            stage = None if env_cfg.prs_schedule == "none" else schedule.stage_at(step)
-            envs.set_prs_stage(stage)
-            collector.start_step()
-            extra_taken = 0
-            ctx = StepContext(step, collector, next_requests, policy, tokenizer, r.group_size, local_groups,
-                              np.random.default_rng([run.seed, step, 0xE7] + ([dist.rank] if dist.active else [])),
-                              config, dist=dist)
-            generating = fsdp.gather(model)  # FSDP: ranks generate for episodes of different lengths
-            episodes = collector(batch_requests())
-            episodes = ext.after_rollout(ctx, episodes)
+            stage = run.prs_stage(step)
+            run.envs.set_prs_stage(stage)
+            run.collector.start_step()
+            tasks = StepTasks(run.stream, state.data_position, r.num_groups, dist.rank, dist.world_size)
+            ctx = run.step_context(step, tasks.extra)
+            generating = fsdp.gather(run.model)  # FSDP: ranks generate for episodes of different lengths
+            episodes = ext.after_rollout(ctx, run.collector(tasks.batch()))
 
             # ----- advantages -----
             returns = np.array([ep.ret for ep in episodes])
@@ -249,116 +104,123 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
             advantages = ext.transform_advantages(ctx, advantages, episodes)
             samples = episode_samples(episodes, advantages, r.layout) + ext.extra_samples(ctx, episodes)
             fsdp.release(generating)
-            data_position += dist.max_int(extra_taken) * dist.world_size
+            state.data_position = tasks.end(most_taken=dist.max_int(tasks.taken))
 
             # ----- update -----
-            generator.before_update()
+            run.generator.before_update()
             t_update = time.perf_counter()
-            update_metrics = _update(model, ref_model, optimizer, samples, config, tokenizer.pad_token_id, bf16,
-                                     loss_cfg, loss_configs, loss_weights, dist)
+            update_metrics = _update(run, samples)
             update_time = time.perf_counter() - t_update
-            update_metrics.update(generator.sync(step + 1, model, run.output_dir))
+            update_metrics.update(run.generator.sync(step + 1, run.model, config.run.output_dir))
 
             # ----- log -----
-            episode_adv = [float(a.mean()) if len(a) else 0.0 for a in advantages]
-            metrics = episode_metrics(episodes, episode_adv)
-            metrics.update(played_metrics(collector.played))
-            metrics["batch/groups"] = float(len({ep.group for ep in episodes}))
-            metrics["batch/episodes"] = float(len(episodes))
-            metrics.update(collector.stats())
-            metrics.update({
-                "prs/stage": spec.final_stage if stage is None else stage,
-                "prs/pass_rate": stage_pass_rate([ep.episode_terms for ep in episodes], spec,
-                                                 spec.final_stage if stage is None else stage),
-                "time/update": update_time, "time/step": time.perf_counter() - t_step,
-                "lr": optimizer.param_groups[0]["lr"], "data/position": data_position,
-                "data/excluded_tasks": len(excluded),
-                **ext.metrics(),
-            })
-            if not stream.by_task_id and excluded:
-                metrics["data/cold_start_overlap"] = float(np.mean([ep.task_id in set(excluded) for ep in episodes])
-                                                           if episodes else 0.0)
-            if dist.active:  # the update's metrics are global already
-                metrics = reduce_metrics(dist.all_gather(metrics), ext.summed_metrics)
+            metrics = _step_metrics(run, state, episodes, advantages, stage, update_time, t_step)
             metrics.update(update_metrics)
-            played += int(metrics["episodes/played"])
-            metrics["episodes/total"] = played
-            seconds += metrics["time/step"]
-            done = step + 1 == run.num_steps or 0 < run.max_episodes <= played
-            every = config.eval.eval_every
-            if config.eval.eval_episodes > 0 and (done or every > 0 and (step + 1) % every == 0):
+            state.step, state.episodes = step + 1, state.episodes + int(metrics["episodes/played"])
+            state.seconds += metrics["time/step"]
+            metrics["episodes/total"] = state.episodes
+            done = state.step == config.run.num_steps or state.budget_spent(config.run.max_episodes)
+            if evaluating and (done or every > 0 and state.step % every == 0):
                 # the end-of-run evaluation comes before the last checkpoint, so that checkpoint's
                 # curve ends at its own step when a later run resumes from it
-                res = evaluate_held_out()
+                res = _held_out(run)
                 if done:
-                    evaluation["after"] = res
-                point = curve_point(step + 1, res)
+                    state.evaluation["after"] = res
+                point = state.add_curve_point(res)
                 if every > 0:
                     metrics.update({"eval/success": point["success"], "eval/return": point["return"]})
-            if env_cfg.prs_schedule == "threshold":
-                schedule.update(metrics["prs/pass_rate"])
-            if logger is not None:
-                logger.log(step + 1, metrics)
-            result.history.append({"step": step + 1, **metrics})
-            if not run.quiet and dist.is_main:
-                bar.write(summary_line(step + 1, metrics))
+            if config.env.prs_schedule == "threshold":
+                run.schedule.update(metrics["prs/pass_rate"])
+            if run.logger is not None:
+                run.logger.log(state.step, metrics)
+            result.history.append({"step": state.step, **metrics})
+            if not config.run.quiet and dist.is_main:
+                bar.write(summary_line(state.step, metrics))
 
             # ----- checkpoint -----
-            if (run.save_every > 0 and (step + 1) % run.save_every == 0) or done:
-                per_rank = dist.all_gather({"extension": ext.state_dict(), "rng": rng_state()})
-                full = config.model.fsdp  # FSDP: gather the full weights and optimizer state (every rank)
-                model_state = fsdp.full_model_state(model) if full else None
-                optimizer_state = fsdp.full_optimizer_state(model, optimizer) if full else None
-                if dist.is_main:
-                    save_checkpoint(run.output_dir, step + 1, model, tokenizer, optimizer,
-                                    extra={"data_position": data_position, "prs_schedule": schedule.state_dict(),
-                                           "extension": ext.state_dict(), "config": to_dict(config),
-                                           "env_kwargs": env_kwargs,
-                                           "evaluation": dict(evaluation), "eval_curve": list(curve),
-                                           "episodes_played": played, "train_seconds": seconds,
-                                           "cold_start_tasks": excluded,
-                                           "method": name, **({"per_rank": per_rank} if dist.active else {})},
-                                    model_state=model_state, optimizer_state=optimizer_state)
-                dist.barrier()
-            last_step = step + 1
+            if done or (config.run.save_every > 0 and state.step % config.run.save_every == 0):
+                save(run, state)
             if done:
                 break
         bar.close()
-        if config.eval.eval_episodes > 0:
-            if "after" not in evaluation:  # a finished run resumed: evaluate what it left
-                evaluation["after"] = evaluate_held_out()
-                curve_point(last_step, evaluation["after"])
-            if logger is not None:
-                logger.log(last_step, {f"eval/{k}/{when}": v for when, res in evaluation.items()
-                                        for k, v in (("success", res["success_rate"]), ("return", res["prs_return"]))})
-            if "before" in evaluation and not run.quiet and dist.is_main:
-                print(final_line(config, evaluation))
+        if evaluating:
+            _evaluate_after(run, state)
     finally:
-        if logger is not None:
-            logger.close()
-        envs.close()
-        dist.close()
-    result.curve = curve
-    if dir_lock is not None:
-        dir_lock.release()
+        run.close()
+    result.curve = state.curve
     return result
 
 
-def _update(model, ref_model, optimizer, samples, config: TrainConfig, pad_id: int, bf16: bool, loss_cfg,
-            loss_configs, loss_weights, dist=None) -> dict[str, float]:
+def _held_out(run: RunSetup) -> dict:
+    """The held-out evaluation, on rank 0 (FSDP: on gathered weights), broadcast to every rank."""
+    from agentgym.train import fsdp
+
+    with fsdp.gathered(run.model):
+        res = run_eval(run.config, run.policy, run.env_kwargs, run.extensions.system_prompt) \
+            if run.dist.is_main else None
+    return run.dist.broadcast(res)
+
+
+def _evaluate_after(run: RunSetup, state: RunState) -> None:
+    """The end-of-run evaluation when the loop did not make it (a finished run resumed), its metrics
+    and the before/after line."""
+    if "after" not in state.evaluation:
+        state.evaluation["after"] = _held_out(run)
+        state.add_curve_point(state.evaluation["after"])
+    if run.logger is not None:
+        run.logger.log(state.step, {f"eval/{k}/{when}": v for when, res in state.evaluation.items()
+                                    for k, v in (("success", res["success_rate"]), ("return", res["prs_return"]))})
+    if "before" in state.evaluation and not run.config.run.quiet and run.dist.is_main:
+        print(final_line(run.config, state.evaluation))
+
+
+def _step_metrics(run: RunSetup, state: RunState, episodes, advantages, stage, update_time: float,
+                  t_step: float) -> dict:
+    """The step's logged metrics (docs/trainers.md), reduced over ranks under ``torchrun``: the
+    batch's episodes and advantages, what was played, the PRS stage, times, the stream position."""
+    from agentgym.rewards.prs import stage_pass_rate
+    from agentgym.train.distributed import reduce_metrics
+    from agentgym.train.stats import episode_metrics, played_metrics
+
+    spec, ext = run.spec, run.extensions
+    stage = spec.final_stage if stage is None else stage
+    metrics = episode_metrics(episodes, [float(a.mean()) if len(a) else 0.0 for a in advantages])
+    metrics.update(played_metrics(run.collector.played))
+    metrics["batch/groups"] = float(len({ep.group for ep in episodes}))
+    metrics["batch/episodes"] = float(len(episodes))
+    metrics.update(run.collector.stats())
+    metrics.update({
+        "prs/stage": stage, "prs/pass_rate": stage_pass_rate([ep.episode_terms for ep in episodes], spec, stage),
+        "time/update": update_time, "time/step": time.perf_counter() - t_step,
+        "lr": run.optimizer.param_groups[0]["lr"], "data/position": state.data_position,
+        "data/excluded_tasks": len(run.excluded),
+        **ext.metrics(),
+    })
+    if not run.stream.by_task_id and run.excluded:
+        excluded = set(run.excluded)
+        metrics["data/cold_start_overlap"] = float(np.mean([ep.task_id in excluded for ep in episodes])
+                                                   if episodes else 0.0)
+    if run.dist.active:  # the update's metrics are global already
+        metrics = reduce_metrics(run.dist.all_gather(metrics), ext.summed_metrics)
+    return metrics
+
+
+def _update(run: RunSetup, samples) -> dict[str, float]:
     """Optimizer steps on one batch of samples (epochs x minibatches). Metrics are the mean over the
     optimizer steps that measured them (a minibatch without policy samples has no policy loss),
     ``tokens/loss`` the loss tokens of one epoch. Data-parallel: ``samples`` are this rank's, and
     every rank takes the same optimizer steps (a rank with no samples of a minibatch joins it with none)."""
-    from agentgym.train.distributed import Dist
     from agentgym.train.update import sample_logprobs, train_step
 
-    o = config.optim
-    dist = dist or Dist()
-    temperature = config.rollout.sampling.temperature
+    config, model, optimizer, dist, bf16 = run.config, run.model, run.optimizer, run.dist, run.bf16
+    o, pad_id, temperature = config.optim, run.tokenizer.pad_token_id, config.rollout.sampling.temperature
+    kinds = run.extensions.sample_kinds
+    loss_cfg, loss_weights = o.loss_config(), {kind: k.weight for kind, k in kinds.items()}
+    loss_configs = {kind: k.loss for kind, k in kinds.items() if k.loss is not None}
     if dist.sum_floats([len(samples)])[0] == 0:  # on every rank
         return {"update/skipped": 1.0}
-    ref_lp = sample_logprobs(ref_model, samples, pad_id, o.micro_batch_size, temperature, bf16) if ref_model else None
+    ref_lp = (sample_logprobs(run.ref_model, samples, pad_id, o.micro_batch_size, temperature, bf16)
+              if run.ref_model else None)
     multi = o.num_epochs * o.num_minibatches > 1
     old_lp = sample_logprobs(model, samples, pad_id, o.micro_batch_size, temperature, bf16) if multi else None
     steps: list[dict[str, float]] = []

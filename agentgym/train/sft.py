@@ -58,6 +58,8 @@ def _recipe(cfg: SFTRunConfig) -> dict[str, Any]:
     if cfg.chat.max_prompt_tokens != LayoutConfig.max_prompt_tokens:
         # the default cap is left out, so cold starts cached before it existed are still reused
         sft["max_prompt_tokens"] = cfg.chat.max_prompt_tokens
+    if not sft.get("explore"):
+        sft.pop("explore", None)  # likewise: no exploration is the recipe made before the setting
     if not sft.get("judge_samples"):
         # without judge samples the run is the one made before the setting existed: keep its
         # recipe, so cold starts cached then are still reused
@@ -93,9 +95,9 @@ def expert_samples(cfg: SFTRunConfig, encoder, progress: bool = False):
                 options["task_id"] = chosen[k]
             seed = task_seed(cfg.run.seed, k, STREAM_COLD_START)
             got, record = expert_episode(env, encoder, seed, cfg.chat.layout, cfg.chat.window, options,
-                                         chatty=chats(seed, cfg.sft.chatty_answers))
+                                         chatty=chats(seed, cfg.sft.chatty_answers), explore=cfg.sft.explore)
             samples += got
-            solved += bool(got)
+            solved += bool(got) and record["success"]
             chatty += bool(got) and record.get("chatty", False)
             played.append(str(record["task_id"]))
     finally:

@@ -88,3 +88,45 @@ class TaskStream:
     def by_task_id(self) -> bool:
         """Whether tasks are chosen by id (disjoint from the cold start by construction)."""
         return self.pool is not None
+
+
+class StepTasks:
+    """The tasks one training step plays on one rank: its share of the batch, then the extra tasks
+    the extensions ask for (VSPO's resampling, DAPO's oversampling).
+
+    The batch takes the ``num_groups`` positions from ``position`` on, rank r the r-th slice of
+    them; extra tasks come after, strided by rank so ranks never share one (one process: the next
+    positions in order). :meth:`end` is the next step's position, past the most extra tasks any rank
+    took, so the stream reads the same whatever the rank count and a resumed run goes on from it.
+
+    >>> tasks = StepTasks(TaskStream(0), position=10, num_groups=4, rank=1, world_size=2)
+    >>> [r.seed == task_seed(0, p) for r, p in zip(tasks.batch(), (12, 13))]
+    [True, True]
+    >>> [r.seed == task_seed(0, p) for r, p in zip(tasks.extra(2), (15, 17))]
+    [True, True]
+    >>> tasks.end(most_taken=3)
+    20
+    """
+
+    def __init__(self, stream: TaskStream, position: int, num_groups: int, rank: int = 0, world_size: int = 1):
+        self.stream, self.rank, self.world_size = stream, int(rank), int(world_size)
+        self.position, self.num_groups = int(position), int(num_groups)
+        self.taken = 0
+        """extra tasks this rank took this step"""
+
+    def batch(self) -> list[GroupRequest]:
+        """This rank's groups of the step's batch."""
+        local = self.num_groups // self.world_size
+        first = self.position + self.rank * local
+        return [self.stream.request(first + i) for i in range(local)]
+
+    def extra(self, n: int, tag: str = "batch") -> list[GroupRequest]:
+        """The next ``n`` extra tasks of this rank (an extension's ``ctx.next_requests``)."""
+        start = self.position + self.num_groups
+        out = [self.stream.request(start + (self.taken + i) * self.world_size + self.rank, tag) for i in range(n)]
+        self.taken += n
+        return out
+
+    def end(self, most_taken: int) -> int:
+        """The next step's stream position, given the most extra tasks any rank took this step."""
+        return self.position + self.num_groups + int(most_taken) * self.world_size

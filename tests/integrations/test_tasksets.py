@@ -46,7 +46,7 @@ def test_a_toolqa_split_round_trips_through_the_dataset_and_plays_only_its_tasks
     obs, info = env.reset(seed=4)
     plain = gym.make("ToolQA-v0", **TOOLQA, expert=True)
     assert plain.reset(seed=4, options={"task_id": info["task_id"], "split": "test"})[0] == obs
-    with pytest.raises(ValueError, match="not in this task set"):
+    with pytest.raises(ValueError, match="is not in the task set at"):
         env.reset(options={"task_id": "no-such-task"})
 
 

@@ -1,7 +1,8 @@
 """``agentgym serve --web``: a person plays the env in a real headless browser (Chromium).
 
-Runs where Playwright and a system Chromium are installed (``pip install playwright`` and
-``apt-get install chromium``; Playwright's own browser download is not used); skipped elsewhere.
+Runs where Playwright (the dev extra) and a system Chromium (``apt-get install chromium``, which
+.ci/run does where it may) are installed; Playwright's own browser download is not used, as its CDN
+is out of reach here. Skipped elsewhere.
 """
 
 import json
@@ -16,7 +17,8 @@ pytest.importorskip("openenv")
 playwright = pytest.importorskip("playwright.sync_api")
 CHROMIUM = os.environ.get("AGENTGYM_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None:
-    pytest.skip("no system Chromium to drive", allow_module_level=True)
+    pytest.skip("no system Chromium to drive (apt-get install chromium, or AGENTGYM_CHROMIUM=PATH)",
+                allow_module_level=True)
 
 import agentgym  # noqa: E402,F401
 from servers import Server  # noqa: E402

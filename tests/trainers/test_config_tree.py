@@ -93,6 +93,20 @@ def test_a_default_cold_start_recipe_is_the_one_cached_runs_recorded():
     assert (recipe["layout"], recipe["window"], recipe["seed"]) == ("concat", 2, 0)
 
 
+def test_the_exploring_cold_start_is_a_cold_start_flag_and_part_of_its_recipe(capsys):
+    # trainers/sft.py --explore is an SFTConfig setting, so an RL run's cold start takes it too
+    from agentgym.train.sft import _recipe
+
+    config = parse(TrainConfig, ["--cold-start.explore", "0.3", "--eval-episodes", "0"])
+    assert config.cold_start.explore == 0.3 and config.cold_start_config().sft.explore == 0.3
+    assert _recipe(config.cold_start_config())["sft"]["explore"] == 0.3  # a cached plain cold start is not reused
+    assert parse(SFTRunConfig, ["--explore", "0.5"]).sft.explore == 0.5
+    for cls, flag in ((TrainConfig, "--cold-start.explore"), (SFTRunConfig, "--explore")):
+        with pytest.raises(SystemExit):
+            parse(cls, [flag, "1.5", "--eval-episodes", "0"] if cls is TrainConfig else [flag, "1.5"])
+        assert capsys.readouterr().err == f"error: {flag} is a fraction in [0, 1], got 1.5\n"
+
+
 def test_the_sft_run_reuses_the_run_and_layout_groups():
     groups = {f.name: f.type for f in fields(SFTRunConfig)}
     assert set(groups) == {"env", "model", "sft", "chat", "run"}

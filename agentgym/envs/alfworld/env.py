@@ -96,6 +96,8 @@ class ALFWorldEnv(AgentEnv):
     - ``max_turns`` (50), ``expert`` (``info["expert_action"]`` from the planner), ``reward_mode``,
       ``prs_weights``, ``tau_fmt``, ``prs_stage``, ``render_mode`` (``"ansi"``), ``system_prompt``
       (replaces the built-in one): see ``AgentEnv``.
+    - ``tasks``: a task set folder (``agentgym export-tasks``): play exactly its tasks, its keyword
+      arguments under these (:mod:`agentgym.envs.task_sets`, docs/envs/arguments.md).
     - ``observation`` (``"raw"``, or ``"history+admissible"`` with ``history`` past steps, default 2)
       and ``action_format`` (``"text"`` or ``"choice"``): what a policy sees and may reply, see
       docs/envs/alfworld.md.
@@ -151,7 +153,7 @@ class ALFWorldEnv(AgentEnv):
     def games(self) -> list:
         return self.games_in(self.split)
 
-    def task_ids(self, split: str | None = None) -> list[str]:
+    def _split_task_ids(self, split: str | None) -> list[str]:
         return [game.task_id for game in self.games_in(split or self.split)]
 
     def _pick(self, games: list, task_id) -> int:

@@ -117,6 +117,8 @@ class ScienceWorldEnv(AgentEnv):
     - ``reward_mode``, ``prs_weights``, ``tau_fmt``, ``prs_stage``, ``render_mode``, ``system_prompt``
       (replaces the built-in one): see
       :class:`agentgym.envs.base.AgentEnv`.
+    - ``tasks``: a task set folder (``agentgym export-tasks``): play exactly its tasks, its keyword
+      arguments under these (:mod:`agentgym.envs.task_sets`, docs/envs/arguments.md).
 
     ``reset(options=...)`` accepts ``task_id`` (``"boil"`` or ``"boil/12"``, task/variation),
     ``variation`` (an explicit index, any split), ``split`` and ``prs_stage``.
@@ -195,7 +197,7 @@ class ScienceWorldEnv(AgentEnv):
         super().close()
 
     # ----- episode start ---------------------------------------------------------------------
-    def task_ids(self, split: str | None = None) -> list[str]:
+    def _split_task_ids(self, split: str | None) -> list[str]:
         split = canonical_split(split or self.split)
         # the same pools reset draws from: no held-out (L2) task on a training split
         return [f"{task}/{v}" for task in drawable_tasks(self.tasks, split, self.explicit_tasks)

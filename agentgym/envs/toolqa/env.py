@@ -61,6 +61,8 @@ class ToolQAEnv(AgentEnv):
     - plus the shared ones: ``reward_mode``, ``prs_weights``, ``tau_fmt``, ``prs_stage``, ``expert``,
       ``render_mode``, ``system_prompt`` (replaces the built-in system prompt, e.g. a short one for
       a tiny model; it should still say how to act).
+    - ``tasks``: a task set folder (``agentgym export-tasks``): play exactly its tasks, its keyword
+      arguments under these (:mod:`agentgym.envs.task_sets`, docs/envs/arguments.md).
 
     ## Version History
     - v0: initial release.
@@ -142,7 +144,7 @@ class ToolQAEnv(AgentEnv):
             self._pools[split] = pool
         return self._pools[split]
 
-    def task_ids(self, split: str | None = None) -> list[str]:
+    def _split_task_ids(self, split: str | None) -> list[str]:
         return [q.id for q in self._pool(split or self.split)]
 
     def _start(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -12,9 +12,39 @@ The math of each lives in a small pure module beside the loop (``agentgym.train.
 only wire it into a step.
 """
 
+from __future__ import annotations
+
+from typing import Any, Mapping
+
 from agentgym.train.extensions.dapo import DAPO, DAPOConfig
 from agentgym.train.extensions.gcd import GCD, GCDConfig, gcd_extensions
 from agentgym.train.extensions.gigpo import GiGPO, GiGPOConfig
 from agentgym.train.extensions.vspo import VSPO, VSPOConfig
+from agentgym.train.flags import from_recorded
+from agentgym.train.hooks import Extensions
 
-__all__ = ["DAPO", "DAPOConfig", "GCD", "GCDConfig", "GiGPO", "GiGPOConfig", "VSPO", "VSPOConfig", "gcd_extensions"]
+BY_NAME = {"vspo": (VSPO, VSPOConfig), "gigpo": (GiGPO, GiGPOConfig), "dapo": (DAPO, DAPOConfig),
+           "gcd": (GCD, GCDConfig)}
+"""Each extension of this package by its ``name``, which is also its config group's name in a
+trainer's config (``--gcd.*``) and its key in checkpoint state."""
+
+
+def recorded_extensions(config: Mapping[str, Any], state: Mapping[str, Any]) -> Extensions:
+    """The extensions a run trained with, rebuilt from its recorded config (a checkpoint's
+    ``CheckpointRecord.config``) and loaded with their recorded ``state`` (by name): what evaluation
+    needs to prompt a checkpoint as its training did. Extensions this package does not define (a
+    user's own) are left out; settings a newer or older version does not know are ignored, and a
+    setting recorded under its former name is read as the current one (:func:`~agentgym.train.flags.from_recorded`)."""
+    rebuilt = []
+    for name in state:
+        if name not in BY_NAME:
+            continue
+        cls, config_cls = BY_NAME[name]
+        extension = cls(from_recorded(config_cls, config.get(name) or {}))
+        extension.load_state_dict(state[name])
+        rebuilt.append(extension)
+    return Extensions(rebuilt)
+
+
+__all__ = ["BY_NAME", "DAPO", "DAPOConfig", "GCD", "GCDConfig", "GiGPO", "GiGPOConfig", "VSPO", "VSPOConfig",
+           "gcd_extensions", "recorded_extensions"]

@@ -1,0 +1,240 @@
+"""What a training run is built from, made once before its first step, and how a checkpoint saves
+and restores it.
+
+:func:`set_up` builds the model (after the tiny model's cold start), the reference model, the
+optimizer, the generator, the env batch and its collector, the task stream and the PRS schedule,
+and, with ``--resume``, restores the checkpoint into them; it returns them as a :class:`RunSetup`
+and the run's :class:`~agentgym.train.run_state.RunState`. :func:`save` writes the run's
+:class:`~agentgym.train.checkpoint_record.CheckpointRecord`; :func:`restore` reads one back.
+
+The order of the steps is part of the contract: weights are loaded and the envs made before the
+checkpoint's random streams are restored, so whatever randomness building them draws, a resumed run
+continues exactly where the saved one stopped (SPEC §7).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from agentgym.train.checkpoint_record import CheckpointRecord
+from agentgym.train.config import TINY_MODELS, TrainConfig, to_dict
+from agentgym.train.hooks import Extensions, StepContext, TrainerExtension
+from agentgym.train.run_state import RunState
+
+
+@dataclass
+class RunSetup:
+    """The objects a run trains with (this rank's, under ``torchrun``)."""
+
+    config: TrainConfig
+    name: str
+    """the trainer's name (progress bar, checkpoint record)"""
+    dist: Any
+    """this process's :class:`agentgym.train.distributed.Dist`"""
+    device: str
+    bf16: bool
+    """bf16 autocast (on a GPU with ``--bf16``)"""
+    env_kwargs: dict[str, Any]
+    """the kwargs every env is made with, ``reward_mode`` included"""
+    tokenizer: Any
+    model: Any
+    ref_model: Any
+    """the frozen reference of the KL term (None with ``--beta 0``)"""
+    optimizer: Any
+    generator: Any
+    """the :class:`agentgym.train.generators.Generator` whose policy plays the episodes"""
+    envs: Any
+    collector: Any
+    stream: Any
+    """the :class:`agentgym.train.tasks.TaskStream` of training tasks"""
+    excluded: list[str]
+    """the cold start's tasks, left out of the stream"""
+    spec: Any
+    """the env's :class:`agentgym.rewards.prs.PRSSpec`"""
+    schedule: Any
+    """the :class:`agentgym.rewards.prs.PRSSchedule`"""
+    extensions: Extensions
+    logger: Any = None
+    """the :class:`agentgym.train.metrics.MetricsLogger` (rank 0 only)"""
+    dir_lock: Any = None
+
+    @property
+    def policy(self):
+        return self.generator.policy
+
+    def prs_stage(self, step: int) -> float | None:
+        """The PRS stage envs play at ``step`` (None: the final stage, no schedule)."""
+        return None if self.config.env.prs_schedule == "none" else self.schedule.stage_at(step)
+
+    def step_context(self, step: int, next_requests) -> StepContext:
+        """What the extensions see during ``step``: the collector, the extra tasks, and a random
+        stream of their own seeded by the run's seed, the step (and the rank under ``torchrun``)."""
+        c = self.config
+        rng = np.random.default_rng([c.run.seed, step, 0xE7] + ([self.dist.rank] if self.dist.active else []))
+        return StepContext(step, self.collector, next_requests, self.policy, self.tokenizer, c.rollout.group_size,
+                           c.rollout.num_groups // self.dist.world_size, rng, c, dist=self.dist)
+
+    def close(self) -> None:
+        """Close the logger, the envs and the process group, and release the output directory."""
+        try:
+            if self.logger is not None:
+                self.logger.close()
+            self.envs.close()
+            self.dist.close()
+        finally:
+            if self.dir_lock is not None:
+                self.dir_lock.release()
+
+
+def cold_start(config: TrainConfig) -> str:
+    """The built-in tiny model after an SFT cold start on this env's expert, made with this run's
+    env, layout and seed (a cached one is reused only when made with exactly the same recipe)."""
+    from agentgym.train import sft
+
+    sft_cfg = config.cold_start_config()
+    final = os.path.join(sft_cfg.run.output_dir, "final")
+    if sft.reusable(final, sft_cfg):
+        return final
+    return sft.run_sft(sft_cfg)
+
+
+def _task_stream(config: TrainConfig, env, model_dir: str):
+    """The RL task stream, without the tasks the model's cold start trained on."""
+    from agentgym.train import sft
+    from agentgym.train.tasks import TaskStream
+
+    record = sft.read_record(model_dir) or {}
+    excluded = []
+    if record.get("env_id") == config.env.env_id and record.get("split") == config.env.split:
+        excluded = list(record.get("task_ids", []))
+    listed = env.task_ids(config.env.split) if hasattr(env, "task_ids") else None
+    return TaskStream(config.run.seed, listed, excluded), excluded
+
+
+def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerExtension = (),
+           name: str = "grpo") -> tuple[RunSetup, RunState]:
+    """Build the run of ``config`` and where it starts: a fresh :class:`RunState`, or the one of the
+    checkpoint ``--resume`` names, restored into the optimizer, schedule, extensions and random
+    streams. Every rank calls it; rank 0 builds the tiny model and the cold start first."""
+    import gymnasium as gym
+    import torch
+
+    import agentgym  # noqa: F401  registers the envs
+    from agentgym.agents.tiny import resolve_model_path
+    from agentgym.locks import lock_dir
+    from agentgym.rewards.prs import PRSSchedule
+    from agentgym.train import fsdp
+    from agentgym.train.chat import ChatEncoder
+    from agentgym.train.checkpoint import resume_point
+    from agentgym.train.collector import Collector
+    from agentgym.train.distributed import init_distributed
+    from agentgym.train.generators import make_generator
+    from agentgym.train.metrics import MetricsLogger
+    from agentgym.train.setup import load_model, load_tokenizer, make_env_batch, resolve_device, seed_everything
+    from agentgym.train.threads import set_cpu_threads
+
+    config.validate()
+    ext = extensions if isinstance(extensions, Extensions) else Extensions(
+        [extensions] if isinstance(extensions, TrainerExtension) else extensions)
+    env_cfg, r, o, run = config.env, config.rollout, config.optim, config.run
+    dist = init_distributed(resolve_device(config.model.device), config.model.fsdp)
+    # one trainer per output directory: a second one would overwrite this one's checkpoints
+    dir_lock = lock_dir(run.output_dir) if dist.is_main else None
+    device = dist.device
+    on_gpu = device.startswith("cuda")
+    if not on_gpu:
+        set_cpu_threads(config.model.cpu_threads)
+    env_kwargs = env_cfg.kwargs(config.model.model)
+    if dist.is_main:
+        print(f"env: {env_cfg.describe(config.model.model)}", flush=True)
+    with dist.main_first():  # rank 0 builds the tiny model and the cold start, the others load them
+        base_model = resolve_model_path(config.model.model, (env_cfg.env_id,))
+        if config.model.model in TINY_MODELS and config.cold_start.resolved(env_cfg.env_id).num_steps > 0:
+            base_model = cold_start(config)
+    checkpoint, record = None, None
+    if run.resume:
+        checkpoint, record = resume_point(run.output_dir if run.resume == "auto" else run.resume,
+                                          auto=run.resume == "auto")
+    seed_everything(run.seed + dist.rank)  # ranks sample differently
+    tokenizer = load_tokenizer(base_model)
+    # FSDP: load on the CPU, then each rank moves only its shard to the device
+    load_on = "cpu" if config.model.fsdp else device
+    model = load_model(str(checkpoint or base_model), load_on, config.model.gradient_checkpointing and on_gpu)
+    ref_model = load_model(base_model, load_on, trainable=False) if o.loss.beta > 0 else None
+    if config.model.fsdp:
+        model = fsdp.shard(model, device, dist.world_size)
+        ref_model = fsdp.shard(ref_model, device, dist.world_size) if ref_model is not None else None
+    optimizer = torch.optim.AdamW(model.parameters(), lr=o.learning_rate, weight_decay=o.weight_decay)
+    generator = make_generator(config, model, tokenizer, r.sampling, str(checkpoint or base_model))
+    probe = gym.make(env_cfg.env_id, **env_kwargs)
+    try:
+        spec = probe.unwrapped.prs_spec
+        stream, excluded = _task_stream(config, probe.unwrapped, base_model)
+    finally:
+        probe.close()
+    schedule = PRSSchedule(spec, kind=env_cfg.prs_schedule if env_cfg.prs_schedule != "none" else "constant",
+                           num_steps=env_cfg.prs_schedule_steps, threshold=env_cfg.prs_threshold,
+                           start_stage=env_cfg.prs_start_stage)
+    envs = make_env_batch(env_cfg.env_id, r.num_groups // dist.world_size, r.group_size,
+                          env_cfg.backend_options(), env_kwargs)
+    collector = Collector(envs, generator.policy, ChatEncoder(tokenizer), r, r.sampling, {"split": env_cfg.split},
+                          device, config.model.bf16 and on_gpu, ext.system_prompt)
+    setup = RunSetup(config, name, dist, device, config.model.bf16 and on_gpu, env_kwargs, tokenizer, model, ref_model,
+                     optimizer, generator, envs, collector, stream, excluded, spec, schedule, ext, dir_lock=dir_lock)
+    state = restore(setup, record) if record is not None else RunState()
+    if dist.is_main:
+        setup.logger = MetricsLogger(run.output_dir, resume_step=state.step if record is not None else None,
+                                     tensorboard=run.tensorboard)
+    return setup, state
+
+
+def restore(run: RunSetup, record: CheckpointRecord) -> RunState:
+    """Load a checkpoint into the run (every rank loads the same one) and return its state.
+
+    Each rank takes its own extension state and random streams when the checkpoint has them (the
+    same rank count); otherwise rank 0's extension state, and fresh streams for the ranks past 0."""
+    from agentgym.train import fsdp
+    from agentgym.train.checkpoint import set_rng_state
+    from agentgym.train.distributed import stream_seed
+    from agentgym.train.setup import seed_everything
+
+    if run.config.model.fsdp:
+        fsdp.load_optimizer_state(run.model, run.optimizer, record.optimizer)
+    else:
+        run.optimizer.load_state_dict(record.optimizer)
+    set_rng_state(record.rng)
+    state = RunState.from_state_dict(record.state.state_dict())
+    if state.schedule:
+        run.schedule.load_state_dict(state.schedule)
+    extension, rng = record.rank_state(run.dist.rank)
+    run.extensions.load_state_dict(extension)
+    if rng is not None:
+        set_rng_state(rng)
+    elif run.dist.rank > 0:
+        seed_everything(stream_seed(run.config.run.seed, run.dist.rank, state.step))
+    return state
+
+
+def save(run: RunSetup, state: RunState) -> None:
+    """Checkpoint the run after ``state.step`` steps. Every rank calls it (each rank's extension
+    state and random streams are gathered, FSDP gathers the full weights); rank 0 writes."""
+    from agentgym.train import fsdp
+    from agentgym.train.checkpoint import rng_state, write_checkpoint
+
+    dist = run.dist
+    per_rank = dist.all_gather({"extension": run.extensions.state_dict(), "rng": rng_state()})
+    full = run.config.model.fsdp  # FSDP: the full weights and optimizer state, gathered from every rank
+    model_state = fsdp.full_model_state(run.model) if full else None
+    optimizer_state = fsdp.full_optimizer_state(run.model, run.optimizer) if full else None
+    state.schedule, state.extension = run.schedule.state_dict(), run.extensions.state_dict()
+    if dist.is_main:
+        record = CheckpointRecord(state, config=to_dict(run.config), method=run.name, env_kwargs=run.env_kwargs,
+                                  cold_start_tasks=list(run.excluded),
+                                  optimizer=run.optimizer.state_dict() if optimizer_state is None else optimizer_state,
+                                  rng=rng_state(), per_rank=per_rank if dist.active else [])
+        write_checkpoint(run.config.run.output_dir, record, run.model, run.tokenizer, model_state=model_state)
+    dist.barrier()

@@ -1,0 +1,90 @@
+"""Where a training run stands: the counters and states the loop carries from step to step.
+
+:class:`RunState` is everything of a run that is neither weights, optimizer nor random streams:
+steps done, the position in the task stream, episodes played, training seconds, the held-out
+evaluations and learning curve, the PRS schedule's state and the extensions' state. The loop
+changes it in place, a checkpoint saves its :meth:`~RunState.state_dict` and a resumed run starts
+from :meth:`~RunState.load_state_dict`, so a run stopped at any step goes on as if it never had.
+
+>>> state = RunState(step=2, data_position=4, episodes=8, seconds=1.5)
+>>> state.add_curve_point({"success_rate": 0.25, "prs_return": 0.5})
+{'step': 2, 'episodes': 8, 'seconds': 1.5, 'success': 0.25, 'return': 0.5}
+>>> RunState.from_state_dict(state.state_dict()) == state
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+# RunState field -> its key in a checkpoint's trainer state (the names checkpoints have always used)
+_KEYS = {"step": "step", "data_position": "data_position", "episodes": "episodes_played",
+         "seconds": "train_seconds", "evaluation": "evaluation", "curve": "eval_curve",
+         "schedule": "prs_schedule", "extension": "extension"}
+
+
+@dataclass
+class RunState:
+    """A run's progress and the state of its schedule and extensions, as plain data."""
+
+    step: int = 0
+    """training steps completed"""
+    data_position: int = 0
+    """position in the task stream of the next step's first group (extra tasks the extensions
+    took included)"""
+    episodes: int = 0
+    """env episodes played so far, extra rollouts included (``--max-episodes`` counts these)"""
+    seconds: float = 0.0
+    """training seconds so far (held-out evaluations excluded)"""
+    evaluation: dict[str, dict] = field(default_factory=dict)
+    """``before`` / ``after``: :func:`agentgym.train.evaluate.evaluate` results on held-out tasks"""
+    curve: list[dict[str, float]] = field(default_factory=list)
+    """held-out ``{"step", "episodes", "seconds", "success", "return"}`` points in the order they were taken"""
+    schedule: dict[str, Any] = field(default_factory=dict)
+    """the PRS schedule's ``state_dict()`` as of the last save ({}: the schedule's start)"""
+    extension: dict[str, Any] = field(default_factory=dict)
+    """the extensions' ``state_dict()`` as of the last save, by extension name (rank 0's under
+    ``torchrun``; each rank's own are in the checkpoint's ``per_rank``)"""
+
+    def add_curve_point(self, result: Mapping[str, Any], step: int | None = None) -> dict[str, float]:
+        """Append a held-out result to the learning curve at ``step`` (default: this one); returns
+        the point."""
+        point = {"step": self.step if step is None else step, "episodes": self.episodes,
+                 "seconds": round(self.seconds, 3), "success": result["success_rate"], "return": result["prs_return"]}
+        self.curve.append(point)
+        return point
+
+    def budget_spent(self, max_episodes: int) -> bool:
+        """Whether ``--max-episodes`` (0: no limit) is played out."""
+        return 0 < max_episodes <= self.episodes
+
+    def state_dict(self) -> dict[str, Any]:
+        """The state under the keys a checkpoint's trainer state holds it (copies, not views)."""
+        import copy
+
+        return {key: copy.deepcopy(getattr(self, name)) for name, key in _KEYS.items()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Take the state from :meth:`state_dict`'s keys. ``data_position`` is required; the rest
+        defaults as in a checkpoint written before it was recorded (no curve, no episodes...)."""
+        if "data_position" not in state:
+            raise KeyError("data_position")
+        self.step = int(state.get("step", 0))
+        self.data_position = int(state["data_position"])
+        self.episodes = int(state.get("episodes_played", 0))
+        self.seconds = float(state.get("train_seconds", 0.0))
+        self.evaluation = dict(state.get("evaluation") or {})
+        self.curve = list(state.get("eval_curve") or [])
+        self.schedule = dict(state.get("prs_schedule") or {})
+        self.extension = dict(state.get("extension") or {})
+
+    @classmethod
+    def from_state_dict(cls, state: Mapping[str, Any]) -> "RunState":
+        out = cls()
+        out.load_state_dict(state)
+        return out
+
+
+STATE_KEYS = frozenset(_KEYS.values())
+"""The trainer-state keys a :class:`RunState` reads and writes."""
