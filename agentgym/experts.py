@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import gymnasium as gym
+import numpy as np
 
 from agentgym.envs.parsing import lists_numbers
 from agentgym.prompts import episode_to_messages, observations_carry_history
@@ -46,23 +47,46 @@ def expert_reply(info: dict[str, Any]) -> str:
         return action
 
 
-def play_expert_episode(env: gym.Env, seed: int | None = None, options: dict | None = None) -> dict[str, Any]:
+def play_expert_episode(env: gym.Env, seed: int | None = None, options: dict | None = None,
+                        explore: float = 0.0) -> dict[str, Any]:
     """One episode driven by ``info["expert_action"]``; the env must have been made with expert=True.
 
     Each action is sent and recorded as :func:`expert_reply` writes it: the number of the expert's
-    command when the env's ``action_format`` is ``"choice"``, else the command text."""
+    command when the env's ``action_format`` is ``"choice"``, else the command text.
+
+    ``explore``: the share of turns on which a random admissible action (another than the
+    expert's) is played instead, so the episode visits states off the expert's path, as a policy
+    does (DAgger's mixture). ``record["labels"]`` keeps the expert's reply of every turn (what a
+    cold start trains on) and ``record["explored"]`` which turns played the random action; the
+    messages hold the actions played. Needs an env that lists admissible actions, and an expert
+    that plans from the state it is in (ALFWorld's planner; ScienceWorld's gold path does not).
+    The random draws are seeded by ``seed``.
+    """
+    if not 0.0 <= explore <= 1.0:
+        raise ValueError(f"explore is a fraction in [0, 1], got {explore!r}")
     obs, info = env.reset(seed=seed, options=options)
     if "expert_action" not in info:
         raise ValueError("the env gives no info['expert_action']: make it with expert=True")
+    if explore > 0 and not info.get("admissible_actions"):
+        raise ValueError("explore needs an env that lists its admissible actions (info['admissible_actions'])")
+    rng = np.random.default_rng([0 if seed is None else int(seed), 0xE8A1])
     system_prompt, task_id = info["system_prompt"], info["task_id"]
     carries_history = observations_carry_history(info)
     # only the reset info says which format the env speaks; later steps keep their admissible lists
     choice = info.get("action_format") == "choice"
-    observations, actions = [obs], []
+    observations, actions, labels, explored = [obs], [], [], []
     while True:
-        action = expert_reply({**info, "action_format": "choice" if choice else "text"})
+        label = expert_reply({**info, "action_format": "choice" if choice else "text"})
+        action, off_path = label, False
+        others = [a for a in info.get("admissible_actions") or [] if a != info.get("expert_action")]
+        if explore > 0 and others and rng.random() < explore:
+            pick = int(rng.integers(len(others)))
+            action = str(list(info["admissible_actions"]).index(others[pick]) + 1) if choice else others[pick]
+            off_path = True
         obs, _, terminated, truncated, info = env.step(action)
         actions.append(action)
+        labels.append(label)
+        explored.append(off_path)
         observations.append(obs)
         if terminated or truncated:
             break
@@ -70,6 +94,8 @@ def play_expert_episode(env: gym.Env, seed: int | None = None, options: dict | N
         "task_id": task_id,
         # the final observation answers the last action; nothing is trained on it
         "messages": episode_to_messages(system_prompt, observations[:-1], actions),
+        "labels": labels,
+        "explored": explored,
         "success": bool(info["success"]),
         "episode_return": float(info["episode_return"]),
         "episode_terms": info["episode_terms"],

@@ -131,8 +131,10 @@ def send_once(url: str, body: bytes | None = None, headers: dict[str, str] | Non
         if len(data) > max_bytes:
             raise ResponseTooLarge(f"response body over {max_bytes} bytes")
         return response.status, data
-    except (OSError, http.client.HTTPException):
-        if expired.is_set():
+    except (OSError, http.client.HTTPException) as e:
+        # the socket's own timeout (also ``budget``) can fire before a watchdog thread that a busy
+        # machine schedules late: a timeout either way
+        if expired.is_set() or isinstance(e, TimeoutError):
             raise AttemptTimedOut from None
         raise
     finally:

@@ -105,7 +105,7 @@ def cold_start_dir(args, method: str, seed: int) -> str:
     from agentgym.train.loop import cold_start
 
     defaults = trainer(METHODS[method][0]).defaults()
-    recipe = "judge" if defaults.cold_start.cold_start_judge_samples else "plain"
+    recipe = "judge" if defaults.cold_start.judge_samples else "plain"
     out = os.path.join(args.out, "cold_start", args.env_id, f"{recipe}-seed{seed}")
     values = dict(seed=seed, output_dir=out, env_id=args.env_id, cpu_threads=args.cpu_threads,
                   progress=False, quiet=True, tensorboard=False)

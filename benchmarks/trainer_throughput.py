@@ -251,7 +251,7 @@ def bench_gcd(args):
     sft_cfg = build(SFTRunConfig, preset="none", env_kwargs=env_kwargs, num_steps=args.gcd_cold_start_steps,
                     num_episodes=32, output_dir=os.path.join(root, "sft"), cpu_threads=args.cpu_threads,
                     progress=False, quiet=True, tensorboard=False)
-    model = os.path.join(sft_cfg.output_dir, "final")
+    model = os.path.join(sft_cfg.run.output_dir, "final")
     if not reusable(model, sft_cfg):
         model = run_sft(sft_cfg)
     common = dict(model=model, preset="none", env_kwargs=env_kwargs, num_steps=args.gcd_steps, num_groups=args.groups,

@@ -53,7 +53,7 @@ def test_demo_help_describes_every_argument_with_its_default(capsys):
 def test_eval_help_shows_the_defaults(capsys):
     out = " ".join(_help(["eval"], capsys).split())
     for text in ("--env-id ENV_ID registered env id (`agentgym list`) (default: ToolQA-v0)",
-                 "episodes to play (default: 64)", "(default: test)", "(default: 256)", "(default: auto)"):
+                 "episodes to play (the trainers' held-out evaluation: --eval-episodes 256) (default: 64)", "(default: test)", "(default: 256)", "(default: auto)"):
         assert text in out
 
 

@@ -48,3 +48,49 @@ def test_expert_replies_with_the_number_of_its_action_in_choice_format():
         assert reply.isdigit()
         numbered = dict(re.findall(r"^(\d+)\. (.+)$", observation.split("Admissible actions:")[1], re.M))
         assert numbered[reply] == command  # the number names the planner's command in the list shown
+
+
+def test_exploring_expert_leaves_its_path_and_labels_every_state_with_the_planners_action():
+    # DAgger's mixture: random admissible actions take the episode off the expert's path, and every
+    # state, on the path or off it, is labelled with the planner's action from there
+    import gymnasium as gym
+
+    from agentgym.experts import expert_reply, play_expert_episode
+
+    kwargs = dict(observation="history+admissible", action_format="choice", data_path="generated:40:small")
+    env = gym.make("ALFWorld-v0", expert=True, **kwargs)
+    replay = gym.make("ALFWorld-v0", expert=True, **kwargs)
+    try:
+        plain = play_expert_episode(env, seed=3)
+        assert plain["labels"] == [m["content"] for m in plain["messages"] if m["role"] == "assistant"]
+        assert not any(plain["explored"])
+        record = play_expert_episode(env, seed=3, explore=0.5)
+        assert record == play_expert_episode(env, seed=3, explore=0.5)  # seeded
+        played = [m["content"] for m in record["messages"] if m["role"] == "assistant"]
+        assert any(record["explored"]) and not all(record["explored"])
+        # replay the actions played: each label is the expert's reply in the state it was given in,
+        # and an explored turn played another admissible action than the label
+        obs, info = replay.reset(seed=3)
+        for action, label, explored in zip(played, record["labels"], record["explored"]):
+            assert label == expert_reply({**info, "action_format": "choice"})
+            assert (action != label) == explored
+            assert 1 <= int(action) <= len(info["admissible_actions"])
+            obs, _, _, _, info = replay.step(action)
+    finally:
+        env.close()
+        replay.close()
+
+
+def test_exploration_needs_admissible_actions_and_a_fraction():
+    import gymnasium as gym
+
+    from agentgym.experts import play_expert_episode
+
+    env = gym.make("ToolQA-v0", expert=True)
+    try:
+        with pytest.raises(ValueError, match="admissible actions"):
+            play_expert_episode(env, seed=0, explore=0.3)
+        with pytest.raises(ValueError, match=r"fraction in \[0, 1\]"):
+            play_expert_episode(env, seed=0, explore=1.5)
+    finally:
+        env.close()

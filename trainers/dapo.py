@@ -9,7 +9,7 @@ Every GRPO flag works here; DAPO's own are --dapo.* (--help lists them).
 
 from dataclasses import dataclass, field
 
-from agentgym.train.config import OptimConfig, RunConfig, TrainConfig, exit_on_config_error, parse
+from agentgym.train.config import LossConfig, OptimConfig, RunConfig, TrainConfig, exit_on_config_error, parse
 from agentgym.train.dapo import DAPO_EPS_HIGH, DAPO_EPS_LOW
 from agentgym.train.extensions import DAPO, DAPOConfig
 from agentgym.train.loop import TrainResult, train
@@ -21,8 +21,8 @@ class DAPOTrainConfig(TrainConfig):
 
 
 def defaults() -> DAPOTrainConfig:
-    return DAPOTrainConfig(optim=OptimConfig(eps_low=DAPO_EPS_LOW, eps_high=DAPO_EPS_HIGH, beta=0.0,
-                                             aggregation="token-mean"),
+    return DAPOTrainConfig(optim=OptimConfig(loss=LossConfig(eps_low=DAPO_EPS_LOW, eps_high=DAPO_EPS_HIGH, beta=0.0,
+                                                             aggregation="token-mean")),
                            run=RunConfig(output_dir="runs/dapo"))
 
 

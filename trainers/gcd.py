@@ -12,7 +12,7 @@ each time it changes.
 
 from dataclasses import dataclass, field
 
-from agentgym.train.config import ColdStartConfig, RunConfig, TrainConfig, exit_on_config_error, parse
+from agentgym.train.config import RunConfig, SFTConfig, TrainConfig, exit_on_config_error, parse
 from agentgym.train.extensions import GCDConfig, GiGPOConfig, gcd_extensions
 from agentgym.train.loop import TrainResult, train
 
@@ -26,7 +26,7 @@ class GCDTrainConfig(TrainConfig):
 
 def defaults() -> GCDTrainConfig:
     # as the paper's cold start: judge samples mixed into the expert data
-    return GCDTrainConfig(run=RunConfig(output_dir="runs/gcd"), cold_start=ColdStartConfig(cold_start_judge_samples=64))
+    return GCDTrainConfig(run=RunConfig(output_dir="runs/gcd"), cold_start=SFTConfig(judge_samples=64))
 
 
 def main(config: GCDTrainConfig) -> TrainResult:

@@ -8,8 +8,12 @@ exactly the tokens it was sampled from; custom agents and evaluation pass messag
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Sequence, Union
+
+from agentgym.settings import SettingError, check_on_init
 
 Message = dict
 ChatHistory = Sequence[Message]
@@ -18,26 +22,37 @@ Prompt = Union[ChatHistory, Sequence[int]]
 
 @dataclass
 class SamplingConfig:
-    """How to sample a completion. Shared by every policy."""
+    """How to sample a completion. Shared by every policy; the trainers' rollout settings hold one
+    (``--max-new-tokens``, ``--temperature``, ``--top-p``, ``--top-k``)."""
 
     max_new_tokens: int = 256
-    """Most tokens one completion may have."""
+    """most tokens per model turn"""
     temperature: float = 1.0
-    """Softmax temperature; 0 means greedy decoding."""
+    """sampling temperature (0: greedy, so a group's episodes tie; a trainer also applies it to the
+    training logprobs)"""
     top_p: float = 1.0
-    """Nucleus sampling mass (1.0: off)."""
+    """nucleus sampling mass (1: off)"""
     top_k: int = 0
-    """Sample from the k most likely tokens only (0: off)."""
+    """sample from the k most likely tokens only (0: off)"""
 
     def __post_init__(self) -> None:
-        if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.top_k < 0:
-            raise ValueError(f"top_k must be >= 0, got {self.top_k}")
+        check_on_init(self)
+
+    def check(self) -> None:
+        """A :class:`~agentgym.settings.SettingError` for a value no policy can sample with."""
+        if not _is_int(self.max_new_tokens) or self.max_new_tokens < 1:
+            raise SettingError("max_new_tokens", f"must be an integer >= 1, got {self.max_new_tokens!r}")
+        if not (isinstance(self.temperature, numbers.Real) and math.isfinite(self.temperature)
+                and self.temperature >= 0):
+            raise SettingError("temperature", f"must be a finite number >= 0, got {self.temperature!r}")
+        if not (isinstance(self.top_p, numbers.Real) and 0 < self.top_p <= 1):
+            raise SettingError("top_p", f"must be in (0, 1], got {self.top_p!r}")
+        if not _is_int(self.top_k) or self.top_k < 0:
+            raise SettingError("top_k", f"must be an integer >= 0, got {self.top_k!r}")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The trainer core every script in ``trainers/`` shares.
 
-- :mod:`~agentgym.train.config`: every trainer's settings, nested dataclasses parsed by ``tyro``.
+- :mod:`~agentgym.train.config`: every trainer's settings, nested dataclasses parsed by ``tyro``;
+  :mod:`~agentgym.train.flags`: their flags and flat names, one of each per setting.
 - :mod:`~agentgym.train.loop`: the RL loop (``train(config, extensions)``).
 - :mod:`~agentgym.train.collector`, :mod:`~agentgym.train.rollout`, :mod:`~agentgym.train.envs`:
   play grouped episodes with a policy, keeping every token.

@@ -1,14 +1,21 @@
-"""Trainer configuration, declared once: nested dataclasses that every script in ``trainers/``
-parses with ``tyro``.
+"""Trainer configuration, each setting declared once: nested dataclasses that every script in
+``trainers/`` parses with ``tyro``, and that the runtime consumes as they are.
 
-The groups (env, model, rollout, optim, run, eval, cold start) are shared by ``sft.py``,
-``grpo.py``, ``vspo.py`` and ``gcd.py``; their flags carry no prefix (``--env-id``,
-``--num-steps``), so the flags users already type keep working. A method adds one field of its own
-(``vspo: VSPOConfig``), whose flags carry its prefix (``--vspo.eta``).
+:class:`TrainConfig` (the RL trainers) is the groups env, model, rollout (which holds the sampling
+settings, one :class:`~agentgym.agents.SamplingConfig`), optim (which holds the policy's
+:class:`LossConfig`), run and eval, whose flags carry no prefix (``--env-id``, ``--temperature``,
+``--eps-low``), and the cold start, an :class:`SFTConfig` whose flags carry its name
+(``--cold-start.num-steps``). :class:`SFTRunConfig` (``trainers/sft.py``) is env, model, the same
+:class:`SFTConfig`, the token layout (:class:`LayoutConfig`, which the rollout settings extend)
+and the run basics (:class:`BaseRunConfig`, which the RL run's settings extend). A method adds
+one group of its own (``vspo: VSPOConfig``), whose flags carry its prefix (``--vspo.eta``). How
+names are given and kept unique, and the former spellings still accepted, is
+:mod:`agentgym.train.flags`.
 
 Every setting is checked when the command line is parsed (:func:`parse`), TRL style: a user's
 mistake is one line naming the flag, not a stack trace. Programs that build a config in code get
-the same checks as a ``ValueError`` from :meth:`TrainConfig.validate`.
+the same checks as a ``ValueError`` from :meth:`TrainConfig.validate`; a group that the runtime
+also takes on its own (sampling, loss, layout, rollout) checks its values when it is made.
 """
 
 from __future__ import annotations
@@ -17,12 +24,18 @@ import math
 import os
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Annotated, Any, Literal, TypeVar
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 import tyro
 
+from agentgym.agents.base import SamplingConfig
+from agentgym.prompts import MAX_ACTION_CHARS, check_max_action_chars
+from agentgym.settings import SettingError, check_on_init, checks_deferred
+from agentgym.train.chat import LAYOUTS
 from agentgym.train.distributed import launched_world_size
+from agentgym.train.flags import (ConfigTree, Flat, Grouped, Hidden, build, flag_rows, flag_table,  # noqa: F401
+                                  former_flags_note, groups, rewrite_former_flags)
 from agentgym.train.presets import TINY_MODELS
 from agentgym.vector.options import BackendOptions, ProcessOptions, RayOptions, SyncOptions, WorkerOptions
 
@@ -227,28 +240,64 @@ class ModelConfig:
                               "`torchrun --nproc_per_node N` or `accelerate launch`")
 
 
+ROLLOUT_MODES = ("lockstep", "overlapped")
+AGGREGATIONS = ("token-mean", "seq-mean")
+LOSS_TYPES = ("ppo", "cispo")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 @dataclass
-class RolloutConfig:
-    """How episodes are sampled and laid out as tokens."""
+class LayoutConfig:
+    """How an episode is laid out as tokens: what the RL rollout samples from, and what SFT trains on."""
+
+    layout: Literal["concat", "window"] = "concat"
+    """multi-turn token layout (docs/trainers.md)"""
+    window: int | None = 2
+    """window layout: past turns kept in the prompt besides the first observation (None: all)"""
+    max_prompt_tokens: int = 3072
+    """longest prompt: RL cuts an episode whose next prompt is longer (truncated), SFT leaves out an
+    expert sample whose prompt before its last model turn is longer (the run stops if none is left)"""
+
+    def __post_init__(self) -> None:
+        check_on_init(self)
+
+    def check(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise SettingError("layout", f"must be one of {LAYOUTS}, got {self.layout!r}")
+        if self.window is not None and (not _is_int(self.window) or self.window < 0):
+            raise SettingError("window", f"must be an integer >= 0 or None, got {self.window!r}")
+        if not _is_int(self.max_prompt_tokens) or self.max_prompt_tokens < 1:
+            raise SettingError("max_prompt_tokens", f"must be an integer >= 1, got {self.max_prompt_tokens!r}")
+
+
+@dataclass
+class RolloutConfig(LayoutConfig):
+    """How episodes are played: the token layout, the tasks and episodes of a step, the sampling
+    settings, and what samples them. :func:`agentgym.train.rollout.collect_episodes` takes it as it is."""
 
     num_groups: int = 4
     """tasks per step"""
     group_size: int = 8
     """episodes per task (G)"""
-    max_new_tokens: int = 48
-    """most tokens per model turn"""
-    temperature: float = 1.0
-    """sampling temperature (also applied to training logprobs; 0: greedy, so a group's episodes tie)"""
-    top_p: float = 1.0
-    """nucleus sampling mass"""
-    layout: Literal["concat", "window"] = "concat"
-    """multi-turn token layout (docs/trainers.md)"""
-    window: int = 2
-    """window layout: past turns kept in the prompt"""
-    max_prompt_tokens: int = 3072
-    """an episode whose next prompt is longer is cut (truncated)"""
+    sampling: Annotated[SamplingConfig, Flat] = field(default_factory=lambda: SamplingConfig(max_new_tokens=48))
+    """how each model turn is sampled (the rollouts and the held-out evaluation)"""
     rollout_mode: Literal["lockstep", "overlapped"] = "lockstep"
     """`overlapped`: generate for episodes whose env step is back while other envs still step (docs/trainers.md)"""
+    max_generate_batch: int | None = None
+    """`--rollout-mode overlapped`: most episodes per policy call (None: every episode that is ready)"""
+    # Most of a policy call's time does not grow with its batch (decoding steps), so an env that is
+    # back within about a call's time costs less to wait for than to generate for in a call of its
+    # own; 0 overlaps more where envs are slow and a small call is cheap (a small model on CPU).
+    batch_wait: float = 1.0
+    """`--rollout-mode overlapped`: once one env step is back, wait up to this many times the last
+    policy call's time for the others in flight (0: take only what is ready; docs/trainers.md)"""
     generator: Literal["hf", "vllm", "openai"] = "hf"
     """what samples rollouts: the trained model (`hf`), a vLLM engine in this process (`vllm`), or an OpenAI-compatible server (`openai`; docs/trainers.md)"""
     generator_url: str | None = None
@@ -267,17 +316,45 @@ class RolloutConfig:
     """`--generator openai`: seconds the server may take to load a checkpoint"""
     generator_gpu_memory: float = 0.3
     """`--generator vllm`: share of GPU memory the engine may take (the rest is the trainer's)"""
+    max_turns: Annotated[int | None, Hidden] = None
+    """not a flag: cut an episode after this many model turns (None: the env's own limit, which the
+    trainers set through the env's `max_turns` argument)"""
+    max_action_chars: Annotated[int | None, Hidden] = MAX_ACTION_CHARS
+    """not a flag: past actions go back into the history cut to this many characters, against
+    runaway output (the turn's own sample is never cut; None: whole)"""
+
+    # read-only views of the sampling settings, which live in ``sampling``
+    @property
+    def max_new_tokens(self) -> int:
+        return self.sampling.max_new_tokens
+
+    @property
+    def temperature(self) -> float:
+        return self.sampling.temperature
+
+    @property
+    def top_p(self) -> float:
+        return self.sampling.top_p
+
+    def check(self) -> None:
+        super().check()
+        if self.rollout_mode not in ROLLOUT_MODES:
+            raise SettingError("rollout_mode", f"must be one of {ROLLOUT_MODES}, got {self.rollout_mode!r}")
+        cap = self.max_generate_batch
+        if cap is not None and (not _is_int(cap) or cap < 1):
+            raise SettingError("max_generate_batch", f"must be an integer >= 1 or None, got {cap!r}")
+        if not (_is_number(self.batch_wait) and self.batch_wait >= 0):
+            raise SettingError("batch_wait", f"must be a finite number >= 0, got {self.batch_wait!r}")
+        if self.max_turns is not None and (not _is_int(self.max_turns) or self.max_turns < 1):
+            raise SettingError("max_turns", f"must be an integer >= 1 or None, got {self.max_turns!r}")
+        try:
+            check_max_action_chars(self.max_action_chars)
+        except ValueError as e:
+            raise SettingError("max_action_chars", str(e).removeprefix("max_action_chars ")) from None
 
     def validate(self) -> None:
         _at_least("num-groups", self.num_groups, 1)
         _at_least("group-size", self.group_size, 1)  # 2 unless the method allows 1 (TrainConfig.validate)
-        _at_least("max-new-tokens", self.max_new_tokens, 1)
-        _finite("temperature", self.temperature, minimum=0.0)
-        _finite("top-p", self.top_p, positive=True)
-        if self.top_p > 1:
-            raise ConfigError(f"--top-p must be in (0, 1], got {self.top_p}")
-        _at_least("window", self.window, 0)
-        _at_least("max-prompt-tokens", self.max_prompt_tokens, 1)
         _finite("generator-timeout", self.generator_timeout, positive=True)
         _at_least("generator-retries", self.generator_retries, 0)
         _at_least("reload-every", self.reload_every, 0)
@@ -306,13 +383,10 @@ class RolloutConfig:
 
 
 @dataclass
-class OptimConfig:
-    """The policy loss and the optimizer."""
+class LossConfig:
+    """A token loss (agentgym/train/loss.py): the policy's (flags without a prefix), and GCD's
+    judge's (``--gcd.judge-loss.*``)."""
 
-    std_normalize: bool = True
-    """divide advantages by the group std (False: Dr. GRPO)"""
-    loss_type: Literal["ppo", "cispo"] = "ppo"
-    """token loss: PPO-clip, or CISPO's clipped, detached importance weight"""
     eps_low: float = 0.2
     """PPO clip range below 1"""
     eps_high: float = 0.2
@@ -320,7 +394,34 @@ class OptimConfig:
     beta: float = 0.001
     """k3 KL weight to the frozen initial model (0: no reference model)"""
     aggregation: Literal["token-mean", "seq-mean"] = "token-mean"
-    """how token losses are averaged"""
+    """how token losses are averaged (`seq-mean`: within each sequence first, so a long one weighs no more)"""
+    loss_type: Literal["ppo", "cispo"] = "ppo"
+    """token loss: PPO-clip, or CISPO's clipped, detached importance weight"""
+
+    def __post_init__(self) -> None:
+        check_on_init(self)
+
+    def check(self) -> None:
+        if self.loss_type not in LOSS_TYPES:
+            raise SettingError("loss_type", f"must be one of {LOSS_TYPES}, got {self.loss_type!r}")
+        if self.aggregation not in AGGREGATIONS:
+            raise SettingError("aggregation", f"must be one of {AGGREGATIONS}, got {self.aggregation!r}")
+        if not (_is_number(self.eps_low) and 0 <= self.eps_low < 1):
+            raise SettingError("eps_low", f"must be in [0, 1), got {self.eps_low!r}")
+        if not (_is_number(self.eps_high) and self.eps_high >= 0):
+            raise SettingError("eps_high", f"must be a finite number >= 0, got {self.eps_high!r}")
+        if not (_is_number(self.beta) and self.beta >= 0):
+            raise SettingError("beta", f"must be a finite number >= 0, got {self.beta!r}")
+
+
+@dataclass
+class OptimConfig:
+    """The policy loss and the optimizer."""
+
+    std_normalize: bool = True
+    """divide advantages by the group std (False: Dr. GRPO)"""
+    loss: Annotated[LossConfig, Flat] = field(default_factory=LossConfig)
+    """the policy's token loss"""
     num_epochs: int = 1
     """passes over each rollout batch"""
     num_minibatches: int = 1
@@ -338,44 +439,44 @@ class OptimConfig:
         _finite("learning-rate", self.learning_rate, positive=True)
         _finite("weight-decay", self.weight_decay, minimum=0.0)
         _finite("max-grad-norm", self.max_grad_norm, minimum=0.0)
-        _finite("beta", self.beta, minimum=0.0)
-        _finite("eps-low", self.eps_low, minimum=0.0)
-        if self.eps_low >= 1:
-            raise ConfigError(f"--eps-low must be < 1, got {self.eps_low}")
-        _finite("eps-high", self.eps_high, minimum=0.0)
         _at_least("num-epochs", self.num_epochs, 1)
         _at_least("num-minibatches", self.num_minibatches, 1)
         _at_least("micro-batch-size", self.micro_batch_size, 1)
 
-    def loss_config(self):
-        from agentgym.train.loss import LossConfig
-
-        return LossConfig(self.eps_low, self.eps_high, self.beta, self.aggregation, loss_type=self.loss_type)
+    def loss_config(self) -> LossConfig:
+        """The policy's :class:`LossConfig`."""
+        return self.loss
 
 
 @dataclass
-class RunConfig:
-    """Length, seeding, output and resume."""
+class BaseRunConfig:
+    """What every run has: a seed, an output directory and its logging."""
+
+    seed: int = 0
+    """seed of weights-independent randomness: the task stream, sampling, SFT's batch order"""
+    output_dir: str = "runs/grpo"
+    """where metrics.jsonl, tensorboard/ and the model go (checkpoints/; SFT: final/)"""
+    tensorboard: bool = True
+    """also log to TensorBoard"""
+    progress: bool = True
+    """show a progress bar"""
+    quiet: bool = False
+    """do not print the per-step lines"""
+
+
+@dataclass
+class RunConfig(BaseRunConfig):
+    """An RL run: the basics, its length and resume."""
 
     num_steps: int = 100
     """optimizer steps (one rollout batch each)"""
     max_episodes: int = 0
     """also stop once this many env episodes were played, extra rollouts (VSPO resampling, DAPO
     oversampling) included: an equal budget across methods (0: no limit)"""
-    seed: int = 0
-    """seed of weights-independent randomness: task stream, sampling"""
-    output_dir: str = "runs/grpo"
-    """where metrics.jsonl, tensorboard/ and checkpoints/ go"""
     save_every: int = 10
     """checkpoint every this many steps (and at the end; 0: only at the end)"""
     resume: str | None = None
     """resume from a checkpoint: a path, or `auto` (also the bare flag) for OUTPUT_DIR's latest"""
-    tensorboard: bool = True
-    """also log to TensorBoard"""
-    progress: bool = True
-    """show a progress bar"""
-    quiet: bool = False
-    """do not print the per-step summary line"""
 
     def validate(self) -> None:
         _at_least("num-steps", self.num_steps, 1)
@@ -404,78 +505,32 @@ class EvalConfig:
         _at_least("eval-every", self.eval_every, 0)
 
 
-# Per-env defaults of the cold start (a setting left unset takes the env's value, else "*"'s).
+# The env's SFT recipe: what an SFTConfig setting left None takes (env's entry, else "*"'s).
 # ToolQA's: enough distinct expert episodes and steps that the tiny-wide model learns to copy a
 # name into its query and a value from the passage into its answer on tasks it never saw (about
 # 6 minutes on 2 CPU cores), from a teacher that says 60% of its answers as a sentence: the habit
 # RL then removes (docs/trainers.md, "Learning that shows").
 DEFAULT_COLD_START = {
-    "*": {"cold_start_steps": 100, "cold_start_episodes": 128, "cold_start_batch_size": 16,
-          "cold_start_chatty_answers": 0.0},
-    "ToolQA-v0": {"cold_start_steps": 3600, "cold_start_episodes": 2048, "cold_start_batch_size": 8,
-                  "cold_start_chatty_answers": 0.6},
+    "*": {"num_steps": 100, "num_episodes": 128, "batch_size": 16, "chatty_answers": 0.0},
+    "ToolQA-v0": {"num_steps": 3600, "num_episodes": 2048, "batch_size": 8, "chatty_answers": 0.6},
 }
 
 
 @dataclass
-class ColdStartConfig:
-    """SFT on expert episodes before RL, for the built-in tiny models. Unset settings take the
-    env's defaults (``DEFAULT_COLD_START``; docs/trainers.md)."""
-
-    cold_start_steps: int | None = None
-    """with a built-in `--model tiny*`: SFT steps on expert episodes first (0: none; default: 3600 on ToolQA-v0, else 100)"""
-    cold_start_episodes: int | None = None
-    """distinct expert episodes (tasks) of the cold start; RL never trains on these tasks (default: 2048 on ToolQA-v0, else 128)"""
-    cold_start_lr: float = 3e-3
-    """cold-start AdamW peak learning rate (cosine decay to a tenth)"""
-    cold_start_batch_size: int | None = None
-    """cold-start sequences per optimizer step (default: 8 on ToolQA-v0, else 16)"""
-    cold_start_judge_samples: int = 0
-    """GCD cold start: judge samples (critique + verdict) mixed into the expert data (0: none)"""
-    cold_start_chatty_answers: float | None = None
-    """fraction of cold-start episodes whose answer the teacher says as a sentence (`--chatty-answers`; default: 0.6 on ToolQA-v0, else 0)"""
-
-    def resolved(self, env_id: str) -> "ColdStartConfig":
-        """This config with every unset setting filled in from ``env_id``'s defaults.
-
-        >>> ColdStartConfig(cold_start_steps=5).resolved("ToolQA-v0").cold_start_steps
-        5
-        >>> ColdStartConfig().resolved("ALFWorld-v0").cold_start_episodes
-        128
-        """
-        from dataclasses import replace
-
-        table = {**DEFAULT_COLD_START["*"], **DEFAULT_COLD_START.get(env_id, {})}
-        return replace(self, **{k: v for k, v in table.items() if getattr(self, k) is None})
-
-    def validate(self) -> None:
-        _at_least("cold-start-judge-samples", self.cold_start_judge_samples, 0)
-        if self.cold_start_batch_size is not None:
-            _at_least("cold-start-batch-size", self.cold_start_batch_size, 1)
-        if self.cold_start_steps is not None:
-            _at_least("cold-start-steps", self.cold_start_steps, 0)
-        if self.cold_start_episodes is not None:
-            _at_least("cold-start-episodes", self.cold_start_episodes, 1)
-        _finite("cold-start-lr", self.cold_start_lr, positive=True)
-        if self.cold_start_chatty_answers is not None:
-            _finite("cold-start-chatty-answers", self.cold_start_chatty_answers, minimum=0.0)
-            if self.cold_start_chatty_answers > 1:
-                raise ConfigError(f"--cold-start-chatty-answers is a fraction in [0, 1], got "
-                                  f"{self.cold_start_chatty_answers}")
-
-
-@dataclass
 class SFTConfig:
-    """Supervised fine-tuning on expert episodes (trainers/sft.py)."""
+    """Supervised fine-tuning on expert episodes: ``trainers/sft.py``, and the RL trainers' cold
+    start (``--cold-start.*``). A setting left None takes the env's recipe (``DEFAULT_COLD_START``),
+    which is what a cold start leaves unset; ``trainers/sft.py`` sets its own defaults."""
 
-    num_episodes: int = 128
-    """expert episodes to collect (distinct tasks)"""
-    num_steps: int = 100
-    """optimizer steps"""
-    batch_size: int = 16
-    """sequences per optimizer step"""
-    micro_batch_size: int = 16
-    """sequences per forward pass"""
+    num_episodes: int | None = None
+    """expert episodes to collect (distinct tasks; RL never trains on a cold start's; None: the env's
+    recipe, 2048 on ToolQA-v0, else 128)"""
+    num_steps: int | None = None
+    """optimizer steps (a cold start's 0: none; None: the env's recipe, 3600 on ToolQA-v0, else 100)"""
+    batch_size: int | None = None
+    """sequences per optimizer step (None: the env's recipe, 8 on ToolQA-v0, else 16)"""
+    micro_batch_size: int | None = None
+    """sequences per forward pass (None: the batch size)"""
     learning_rate: float = 3e-3
     """AdamW peak learning rate"""
     lr_schedule: Literal["cosine", "constant"] = "cosine"
@@ -484,36 +539,72 @@ class SFTConfig:
     """linear warmup steps"""
     max_grad_norm: float = 1.0
     """gradient clipping (0: off)"""
-    log_every: int = 10
-    """print a summary line every this many steps"""
+    log_every: int | None = None
+    """print a summary line every this many steps (None: a tenth of the steps, at least 10)"""
     judge_samples: int = 0
     """GCD cold start: judge samples (critique + verdict from step labels) mixed into the expert data (0: none)"""
-    chatty_answers: float = 0.0
-    """fraction of expert episodes whose final answer is said as a sentence (`<answer>The answer is X.</answer>`), as a chatty teacher writes it (envs whose episodes end in `<answer>`)"""
-    max_prompt_tokens: int = 3072
-    """leave out an expert sample whose prompt before its last model turn is longer (as RL cuts such an episode; the run stops if none is left)"""
+    chatty_answers: float | None = None
+    """fraction of expert episodes whose final answer is said as a sentence (`<answer>The answer is
+    X.</answer>`), as a chatty teacher writes it (envs whose episodes end in `<answer>`; None: the
+    env's recipe, 0.6 on ToolQA-v0, else 0)"""
+    explore: float = 0.0
+    """share of turns on which the expert episode plays a random admissible action instead (never
+    trained on), so the data holds states off the expert's path, each labelled with the expert's next
+    action from there (DAgger's mixture; envs with admissible actions and a planning expert, e.g. ALFWorld)"""
 
-    def validate(self) -> None:
-        _at_least("num-episodes", self.num_episodes, 1)
-        _at_least("max-prompt-tokens", self.max_prompt_tokens, 1)
-        _finite("chatty-answers", self.chatty_answers, minimum=0.0)
-        if self.chatty_answers > 1:
-            raise ConfigError(f"--chatty-answers is a fraction in [0, 1], got {self.chatty_answers}")
-        _at_least("judge-samples", self.judge_samples, 0)
-        _at_least("num-steps", self.num_steps, 1)
-        _at_least("batch-size", self.batch_size, 1)
-        _at_least("micro-batch-size", self.micro_batch_size, 1)
-        _finite("learning-rate", self.learning_rate, positive=True)
-        _at_least("warmup-steps", self.warmup_steps, 0)
-        _finite("max-grad-norm", self.max_grad_norm, minimum=0.0)
-        _at_least("log-every", self.log_every, 1)
+    def __post_init__(self) -> None:
+        check_on_init(self)
+
+    def resolved(self, env_id: str) -> "SFTConfig":
+        """This config with every None filled in: from ``env_id``'s recipe, the micro-batch from
+        the batch, the log interval from the steps.
+
+        >>> SFTConfig(num_steps=5).resolved("ToolQA-v0").num_steps
+        5
+        >>> cfg = SFTConfig().resolved("ALFWorld-v0")
+        >>> cfg.num_episodes, cfg.micro_batch_size, cfg.log_every
+        (128, 16, 10)
+        """
+        table = {**DEFAULT_COLD_START["*"], **DEFAULT_COLD_START.get(env_id, {})}
+        out = replace(self, **{k: v for k, v in table.items() if getattr(self, k) is None})
+        return replace(out, micro_batch_size=out.micro_batch_size or out.batch_size,
+                       log_every=out.log_every or max(10, out.num_steps // 10))
+
+    def check(self) -> None:
+        for name, least in (("num_episodes", 1), ("num_steps", 0), ("batch_size", 1), ("micro_batch_size", 1),
+                            ("log_every", 1)):
+            value = getattr(self, name)
+            if value is not None and (not _is_int(value) or value < least):
+                raise SettingError(name, f"must be an integer >= {least}, got {value!r}")
+        if not (_is_number(self.learning_rate) and self.learning_rate > 0):
+            raise SettingError("learning_rate", f"must be a finite number > 0, got {self.learning_rate!r}")
+        if self.lr_schedule not in ("cosine", "constant"):
+            raise SettingError("lr_schedule", f"must be cosine or constant, got {self.lr_schedule!r}")
+        if not _is_int(self.warmup_steps) or self.warmup_steps < 0:
+            raise SettingError("warmup_steps", f"must be an integer >= 0, got {self.warmup_steps!r}")
+        if not (_is_number(self.max_grad_norm) and self.max_grad_norm >= 0):
+            raise SettingError("max_grad_norm", f"must be a finite number >= 0, got {self.max_grad_norm!r}")
+        if not _is_int(self.judge_samples) or self.judge_samples < 0:
+            raise SettingError("judge_samples", f"must be an integer >= 0, got {self.judge_samples!r}")
+        if self.chatty_answers is not None and not (_is_number(self.chatty_answers) and 0 <= self.chatty_answers <= 1):
+            raise SettingError("chatty_answers", f"is a fraction in [0, 1], got {self.chatty_answers!r}")
+        if not (_is_number(self.explore) and 0 <= self.explore <= 1):
+            raise SettingError("explore", f"is a fraction in [0, 1], got {self.explore!r}")
 
 
-Flat = tyro.conf.OmitArgPrefixes
+def check_groups(config: Any) -> None:
+    """Check the values of every group of a config that checks its own (``check()``), the error
+    naming the flag of the bad setting (``--top-p``, ``--cold-start.num-steps``)."""
+    for group, prefix in groups(config):
+        if hasattr(group, "check"):
+            try:
+                group.check()
+            except SettingError as e:
+                raise ConfigError(f"--{prefix}{e.name.replace('_', '-')} {e.problem}") from None
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(ConfigTree):
     """An RL run: GRPO, and every method built on the same loop."""
 
     env: Annotated[EnvConfig, Flat] = field(default_factory=EnvConfig)
@@ -522,10 +613,18 @@ class TrainConfig:
     optim: Annotated[OptimConfig, Flat] = field(default_factory=OptimConfig)
     run: Annotated[RunConfig, Flat] = field(default_factory=RunConfig)
     eval: Annotated[EvalConfig, Flat] = field(default_factory=EvalConfig)
-    cold_start: Annotated[ColdStartConfig, Flat] = field(default_factory=ColdStartConfig)
+    cold_start: Annotated[SFTConfig, Grouped] = field(default_factory=SFTConfig)
+    """SFT on expert episodes before RL, with a built-in `--model tiny*` (`--cold-start.num-steps 0`: none)"""
+
+    FORMER_NAMES: ClassVar[dict[str, str]] = {
+        "cold_start_steps": "cold_start.num_steps", "cold_start_episodes": "cold_start.num_episodes",
+        "cold_start_lr": "cold_start.learning_rate", "cold_start_batch_size": "cold_start.batch_size",
+        "cold_start_judge_samples": "cold_start.judge_samples",
+        "cold_start_chatty_answers": "cold_start.chatty_answers"}
 
     def validate(self) -> None:
         """Check every group (and a method's own, which defines ``validate``)."""
+        check_groups(self)
         for f in fields(self):
             group = getattr(self, f.name)
             if hasattr(group, "validate"):
@@ -534,33 +633,38 @@ class TrainConfig:
         # (PPO's value head) says so with a class attribute ``min_group_size = 1``
         least = min(getattr(getattr(self, f.name), "min_group_size", 2) for f in fields(self))
         _at_least("group-size", self.rollout.group_size, least, "group advantages compare episodes of one task")
-        if self.rollout.layout == "window" and self.rollout.window < 0:
-            raise ConfigError(f"--window must be >= 0, got {self.rollout.window}")
         self.env.check_env(self.model.model, self.eval.eval_split if self.eval.eval_episodes > 0 else None)
         _check_history_layout(self.env, self.model.model, self.rollout.layout)
 
+    def cold_start_config(self) -> "SFTRunConfig":
+        """The SFT run of this run's cold start: this run's env, model, token layout and seed, the
+        cold-start settings with the env's recipe filled in, under OUTPUT_DIR/sft."""
+        return SFTRunConfig(env=self.env, model=self.model, sft=self.cold_start.resolved(self.env.env_id),
+                            chat=LayoutConfig(**_base_fields(self.rollout, LayoutConfig)),
+                            run=BaseRunConfig(**{**_base_fields(self.run, BaseRunConfig),
+                                                 "output_dir": os.path.join(self.run.output_dir, "sft")}))
+
+
+def _base_fields(config: Any, base: type) -> dict[str, Any]:
+    """The settings ``config`` (of a subclass of ``base``) inherits from ``base``."""
+    return {f.name: getattr(config, f.name) for f in fields(base)}
+
+
+def _sft_defaults() -> SFTConfig:
+    """``trainers/sft.py``'s defaults: the recipe every env but ToolQA-v0 gets as a cold start."""
+    return SFTConfig(**DEFAULT_COLD_START["*"], micro_batch_size=16, log_every=10)
+
 
 @dataclass
-class SFTRunConfig:
+class SFTRunConfig(ConfigTree):
     """A cold-start SFT run (trainers/sft.py)."""
 
     env: Annotated[EnvConfig, Flat] = field(default_factory=EnvConfig)
     model: Annotated[ModelConfig, Flat] = field(default_factory=ModelConfig)
-    sft: Annotated[SFTConfig, Flat] = field(default_factory=SFTConfig)
-    layout: Literal["concat", "window"] = "concat"
-    """token layout, as in the RL trainers"""
-    window: int = 2
-    """window layout: past turns kept in the prompt"""
-    seed: int = 0
-    """seed of the expert task stream, batching and weights-independent randomness"""
-    output_dir: str = "runs/sft"
-    """where metrics.jsonl, tensorboard/ and final/ go"""
-    tensorboard: bool = True
-    """also log to TensorBoard"""
-    progress: bool = True
-    """show a progress bar"""
-    quiet: bool = False
-    """print nothing per step"""
+    sft: Annotated[SFTConfig, Flat] = field(default_factory=_sft_defaults)
+    chat: Annotated[LayoutConfig, Flat] = field(default_factory=LayoutConfig)
+    """the token layout, as in the RL trainers"""
+    run: Annotated[BaseRunConfig, Flat] = field(default_factory=lambda: BaseRunConfig(output_dir="runs/sft"))
 
     def validate(self) -> None:
         if self.model.fsdp:
@@ -568,12 +672,13 @@ class SFTRunConfig:
         if launched_world_size() > 1:
             raise ConfigError("trainers/sft.py trains in one process: run it with python, not torchrun "
                               "(an RL run under torchrun makes its cold start on rank 0)")
+        check_groups(self)
         self.env.validate()
         self.model.validate()
-        self.sft.validate()
-        _at_least("window", self.window, 0)
+        if self.sft.num_steps is not None:
+            _at_least("num-steps", self.sft.num_steps, 1)
         self.env.check_env(self.model.model)
-        _check_history_layout(self.env, self.model.model, self.layout)
+        _check_history_layout(self.env, self.model.model, self.chat.layout)
 
 
 C = TypeVar("C")
@@ -605,42 +710,14 @@ def exit_on_config_error():
 def parse(config_cls: type[C], argv: list[str] | None = None, description: str | None = None,
           default: C | None = None) -> C:
     """Parse the command line into ``config_cls`` (starting from ``default``) and validate it; a
-    bad setting exits with one line naming the flag (exit status 2, like argparse)."""
-    argv = _bare_resume(list(sys.argv[1:] if argv is None else argv))
-    config = tyro.cli(config_cls, args=argv, description=description, default=default)
+    bad setting exits with one line naming the flag (exit status 2, like argparse). A former flag
+    spelling (``--cold-start-steps``) is read as the current one."""
+    argv = rewrite_former_flags(config_cls, _bare_resume(list(sys.argv[1:] if argv is None else argv)))
+    description = "\n\n".join(part for part in (description, former_flags_note(config_cls)) if part) or None
+    with checks_deferred():  # checked below, as a whole, so that an error names the flag
+        config = tyro.cli(config_cls, args=argv, description=description, default=default)
     with exit_on_config_error():
         config.validate()
-    return config
-
-
-def build(config_cls: type[C], _default: C | None = None, **values: Any) -> C:
-    """A config from flat field names, as the flags spell them with underscores:
-    ``build(TrainConfig, env_id="ALFWorld-v0", num_steps=5, vspo={"eta": 0.5})``, starting from
-    ``config_cls()`` or from a copy of ``_default`` (a trainer script's ``defaults()``).
-
-    >>> build(TrainConfig, num_steps=5, group_size=4).rollout.group_size
-    4
-    >>> build(TrainConfig, _default=build(TrainConfig, num_steps=5), group_size=4).run.num_steps
-    5
-    """
-    import copy
-
-    config = copy.deepcopy(_default) if _default is not None else config_cls()
-    groups = {f.name: getattr(config, f.name) for f in fields(config) if is_dataclass(getattr(config, f.name))}
-    for key, value in values.items():
-        if key in groups and isinstance(value, dict):
-            for sub, v in value.items():
-                if not hasattr(groups[key], sub):
-                    raise TypeError(f"{config_cls.__name__}.{key} has no field {sub!r}")
-                setattr(groups[key], sub, v)
-            continue
-        owners = [g for g in groups.values() if key in {f.name for f in fields(g)}]
-        if owners:
-            setattr(owners[0], key, value)
-        elif key in {f.name for f in fields(config)}:
-            setattr(config, key, value)
-        else:
-            raise TypeError(f"{config_cls.__name__} has no setting {key!r}")
     return config
 
 
@@ -649,47 +726,3 @@ def to_dict(config: Any) -> dict[str, Any]:
     if is_dataclass(config):
         return {f.name: to_dict(getattr(config, f.name)) for f in fields(config)}
     return config
-
-
-def _field_docs(cls: type) -> dict[str, str]:
-    """Each field's one-line doc: the string literal right under it in the class body."""
-    import ast
-    import inspect
-    import textwrap
-
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        if not is_dataclass(klass) or klass is object:
-            continue
-        try:
-            body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
-        except (OSError, TypeError):
-            continue
-        for node, nxt in zip(body, body[1:] + [None]):
-            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr)
-                    and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
-                docs[node.target.id] = " ".join(nxt.value.value.split())
-    return docs
-
-
-def flag_rows(config: Any, prefix: str = "") -> list[tuple[str, str, str]]:
-    """``(flag, default, doc)`` of every setting of a config instance, in declaration order: the
-    shared groups without a prefix, a method's group with its own (``--vspo.eta``)."""
-    rows = []
-    docs = _field_docs(type(config))
-    for f in fields(config):
-        value = getattr(config, f.name)
-        if is_dataclass(value):
-            # with postponed annotations the type is the source text, e.g. "Annotated[EnvConfig, Flat]"
-            flat = "Flat" in f.type if isinstance(f.type, str) else "OmitArgPrefixes" in repr(f.type)
-            rows += flag_rows(value, prefix if flat else f"{prefix}{f.name.replace('_', '-')}.")
-        else:
-            rows.append((f"--{prefix}{f.name.replace('_', '-')}", repr(value), docs.get(f.name, "")))
-    return rows
-
-
-def flag_table(config: Any) -> str:
-    """A Markdown table of every flag of a config (docs/trainers.md is checked against it)."""
-    lines = ["| flag | default | meaning |", "|---|---|---|"]
-    lines += [f"| `{flag}` | `{default}` | {doc} |" for flag, default, doc in flag_rows(config)]
-    return "\n".join(lines)

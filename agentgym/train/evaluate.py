@@ -12,6 +12,7 @@ as JSON.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import sys
@@ -123,34 +124,59 @@ def trained_env_kwargs(model_dir: str, env_id: str, preset: str = "auto") -> dic
     return resolve_env_kwargs(env_id, model_dir, preset)[1]
 
 
-def main(argv: list[str] | None = None) -> int:
+# Where `agentgym eval` parses a setting the trainers declare, with another default: each says why
+# in --help (and docs/trainers.md, "Evaluating a checkpoint").
+EVAL_DEFAULTS = {"max_new_tokens": 256, "temperature": 0.0, "window": None}
+EVAL_NOTES = {
+    "max_new_tokens": "agentgym eval: 256, room for a real model's turn (the trainers: 48, for the tiny models)",
+    "temperature": "agentgym eval: 0, greedy, the policy's most likely action (the trainers' held-out evaluation "
+                   "samples at their --temperature, 1.0)",
+    "window": "agentgym eval always plays the window layout (chat messages): None, every past turn (the trainers: 2)",
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    from agentgym.agents import SamplingConfig
+    from agentgym.train.config import EnvConfig, LayoutConfig, ModelConfig
+    from agentgym.train.flags import add_arguments
+
     parser = argparse.ArgumentParser(prog="agentgym eval", description=__doc__, formatter_class=_HelpFormatter)
     parser.add_argument("--model", required=True,
                         help="checkpoint directory, `tiny`, or the served model name with --base-url")
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--api-key", default=None, help="bearer token for --base-url")
-    parser.add_argument("--env-id", default="ToolQA-v0", help="registered env id (`agentgym list`)")
-    parser.add_argument("--preset", default="auto",
-                        help="env kwargs the episodes start from: `auto` (those the checkpoint was trained with, "
-                             "else `tiny` for the built-in tiny models, else the env's own defaults), `tiny` or "
-                             "`none` (the env's own defaults)")
-    parser.add_argument("--env-kwargs", default=None,
-                        help="JSON object of env keyword arguments, merged over the preset's key by key "
-                             "(a null value removes a key)")
-    parser.add_argument("--split", default="test", help="env split (empty string: the env's default)")
-    parser.add_argument("--num-episodes", type=int, default=64, help="episodes to play")
+    add_arguments(parser, EnvConfig(), ("env_id", "preset", "env_kwargs"))
+    parser.add_argument("--split", default="test",
+                        help="env split to evaluate on (empty string: the env's default; the trainers' held-out "
+                             "evaluation: --eval-split valid)")
+    parser.add_argument("--num-episodes", type=int, default=64,
+                        help="episodes to play (the trainers' held-out evaluation: --eval-episodes 256)")
     parser.add_argument("--batch-size", type=int, default=16, help="episodes played at once")
-    parser.add_argument("--seed", type=int, default=0, help="task seed of the first episode")
-    parser.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
-    parser.add_argument("--max-new-tokens", type=int, default=256, help="token budget of each model turn")
-    parser.add_argument("--window", type=int, default=None, help="past turns kept in the prompt; None keeps them all")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="task seed of the first episode (the trainers' held-out evaluation: --eval-seed 10000)")
+    add_arguments(parser, SamplingConfig(), defaults=EVAL_DEFAULTS, notes=EVAL_NOTES)
+    add_arguments(parser, LayoutConfig(), ("window",), defaults=EVAL_DEFAULTS, notes=EVAL_NOTES)
     parser.add_argument("--prs-stage", type=float, default=None, help="PRS stage; None: the final stage")
-    parser.add_argument("--device", default="auto", help="cpu, cuda, or auto (cuda when available)")
+    add_arguments(parser, ModelConfig(), ("device",))
     parser.add_argument("--output", default=None, help="also write the results to this JSON file")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from agentgym.agents import SamplingConfig
+    from agentgym.settings import SettingError
+    from agentgym.train.config import LayoutConfig
+
+    parser = _parser()
     args = parser.parse_args(argv)
+    try:
+        sampling = SamplingConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(SamplingConfig)})
+        LayoutConfig(layout="window", window=args.window)
+    except SettingError as e:
+        parser.exit(2, f"agentgym eval: error: --{e.name.replace('_', '-')} {e.problem}\n")
 
     import agentgym  # noqa: F401  registers the envs
-    from agentgym.agents import HFPolicy, OpenAIPolicy, SamplingConfig
+    from agentgym.agents import HFPolicy, OpenAIPolicy
     from agentgym.train.presets import check_preset, describe, resolve_env_kwargs
     from agentgym.train.setup import parse_env_kwargs
     from agentgym.train.state_file import TrainerStateError
@@ -166,7 +192,6 @@ def main(argv: list[str] | None = None) -> int:
         except TrainerStateError as e:
             parser.exit(2, f"agentgym eval: error: {e}\n")
 
-    sampling = SamplingConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature)
     if args.base_url:
         policy = OpenAIPolicy(args.base_url, args.model, api_key=args.api_key, sampling=sampling)
     else:

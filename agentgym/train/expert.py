@@ -26,16 +26,21 @@ def action_ids(encoder: ChatEncoder, action: str) -> list[int]:
 
 def expert_episode(env, encoder: ChatEncoder, seed: int, layout: str = "concat", window: int | None = 2,
                    reset_options: dict[str, Any] | None = None, only_successful: bool = True,
-                   chatty: bool = False) -> tuple[list[Sample], dict]:
+                   chatty: bool = False, explore: float = 0.0) -> tuple[list[Sample], dict]:
     """Play one expert episode of ``env`` (made with ``expert=True``); its samples and its record
     (:func:`agentgym.experts.play_expert_episode`: messages, success, return, terms).
 
     Returns no samples when ``only_successful`` and the expert failed. With ``chatty``, the samples
     say the final answer as a sentence (:func:`chatty_answer`) and ``record["chatty"]`` tells
     whether the episode had an answer to rewrite.
+
+    ``explore`` > 0 plays a random admissible action on that share of turns
+    (:func:`agentgym.experts.play_expert_episode`) and trains every other turn on the expert's
+    action from the state the episode is in; such an episode counts even when it runs out of turns,
+    since each label is still the planner's answer from its state.
     """
-    record = play_expert_episode(env, seed=seed, options=dict(reset_options or {}))
-    if only_successful and not record["success"]:
+    record = play_expert_episode(env, seed=seed, options=dict(reset_options or {}), explore=explore)
+    if only_successful and not record["success"] and not explore:
         return [], record
     messages = record["messages"]
     if chatty:
@@ -43,7 +48,9 @@ def expert_episode(env, encoder: ChatEncoder, seed: int, layout: str = "concat",
         record["chatty"] = rewritten is not None
         messages = rewritten or messages
     return episode_samples_from_messages(messages, encoder, layout, window,
-                                         record.get("history_in_observation", False)), record
+                                         record.get("history_in_observation", False),
+                                         labels=record["labels"] if explore else None,
+                                         explored=record["explored"] if explore else None), record
 
 
 _ANSWER = re.compile(r"\s*<answer>(.*)</answer>\s*", re.DOTALL)
@@ -71,21 +78,32 @@ def chatty_answer(messages: list[dict]) -> list[dict] | None:
 
 
 def episode_samples_from_messages(messages: list[dict], encoder: ChatEncoder, layout: str = "concat",
-                                  window: int | None = 2, history_in_observation: bool = False) -> list[Sample]:
+                                  window: int | None = 2, history_in_observation: bool = False,
+                                  labels: list[str] | None = None, explored: list[bool] | None = None) -> list[Sample]:
     """SFT samples from an episode's chat messages (system, user, assistant, ..., assistant).
 
     ``history_in_observation``: the observations carry the task and the last steps themselves
-    (``observation="history+admissible"``); each window prompt is then the latest one alone."""
+    (``observation="history+admissible"``); each window prompt is then the latest one alone.
+
+    ``labels``/``explored`` (an episode played with exploration): the turns flagged in
+    ``explored`` played a random action, which is never trained on. In the window layout every turn
+    is its own sample and trains on its label, the expert's action from that state; in the concat
+    layout the sequence must hold the action played, so an explored turn is left out of the loss.
+    A turn whose label is empty (the expert had no action) is left out too."""
     check_layout(layout, history_in_observation)
     system = messages[0]["content"]
     observations = [m["content"] for m in messages if m["role"] == "user"]
     actions = [m["content"] for m in messages if m["role"] == "assistant"]
+    explored = explored or [False] * len(actions)
+    targets = labels if labels is not None else actions
     if layout == "window":
         samples = []
-        for t, action in enumerate(actions):
+        for t, target in enumerate(targets):
+            if not target:
+                continue
             prompt = window_prompt_ids(encoder, system, observations[: t + 1], actions[:t], window,
                                        history_in_observation)
-            completion = action_ids(encoder, action)
+            completion = action_ids(encoder, target)
             samples.append(Sample(prompt + completion, [0] * len(prompt) + [1] * len(completion), 1.0))
         return samples
     ids = encoder.prompt_ids(episode_to_messages(system, observations[:1], []))
@@ -93,7 +111,8 @@ def episode_samples_from_messages(messages: list[dict], encoder: ChatEncoder, la
     for t, action in enumerate(actions):
         completion = action_ids(encoder, action)
         ids += completion
-        mask += [1] * len(completion)
+        trained = not explored[t] and bool(targets[t])
+        mask += [int(trained)] * len(completion)
         if t + 1 < len(observations):
             env_ids = encoder.env_turn_ids(episode_to_messages(system, observations[: t + 1], actions[:t]), action,
                                            observations[t + 1], stopped=True)

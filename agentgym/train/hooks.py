@@ -176,7 +176,7 @@ class TrainerExtension:
     def cold_start_samples(self, run: RunView, env, tasks: Sequence[dict]) -> list[Sample]:
         """Samples the extension adds to the SFT cold start (``env``: the cold start's env, made
         with ``expert=True``; ``tasks``: the reset options of its tasks). Not asked for yet: the
-        cold start still makes GCD's judge samples itself (``--cold-start-judge-samples``)."""
+        cold start still makes GCD's judge samples itself (``--cold-start.judge-samples``)."""
         return []
 
     def metrics(self) -> dict[str, float]:

@@ -47,18 +47,16 @@ def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=N
     the prompt it is trained with (GCD's current "Common mistakes" list)."""
     import torch
 
-    from agentgym.agents import SamplingConfig
     from agentgym.train.checkpoint import rng_state, set_rng_state
     from agentgym.train.evaluate import evaluate
 
     r = config.rollout
-    sampling = SamplingConfig(max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p)
     saved = rng_state()
     torch.manual_seed(config.run.seed + 1_000_003)
     try:
         e = config.eval
         return evaluate(policy, config.env.env_id, {**env_kwargs, "reward_mode": "prs"}, e.eval_split, e.eval_episodes,
-                        batch_size=min(32, e.eval_episodes), seed=e.eval_seed, sampling=sampling,
+                        batch_size=min(32, e.eval_episodes), seed=e.eval_seed, sampling=r.sampling,
                         window=r.window if r.layout == "window" else None, system_prompt_hook=system_prompt_hook)
     finally:
         set_rng_state(saved)
@@ -215,7 +213,7 @@ def _update(run: RunSetup, samples) -> dict[str, float]:
     from agentgym.train.update import sample_logprobs, train_step
 
     config, model, optimizer, dist, bf16 = run.config, run.model, run.optimizer, run.dist, run.bf16
-    o, pad_id, temperature = config.optim, run.tokenizer.pad_token_id, config.rollout.temperature
+    o, pad_id, temperature = config.optim, run.tokenizer.pad_token_id, config.rollout.sampling.temperature
     kinds = run.extensions.sample_kinds
     loss_cfg, loss_weights = o.loss_config(), {kind: k.weight for kind, k in kinds.items()}
     loss_configs = {kind: k.loss for kind, k in kinds.items() if k.loss is not None}

@@ -21,40 +21,11 @@ explicit normalizer so micro-batches of one optimizer step add up to the full-ba
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
-AGGREGATIONS = ("token-mean", "seq-mean")
-LOSS_TYPES = ("ppo", "cispo")
-
-
-@dataclass
-class LossConfig:
-    """Knobs of the policy loss."""
-
-    eps_low: float = 0.2
-    """PPO clip range below 1."""
-    eps_high: float = 0.2
-    """PPO clip range above 1 (DAPO's clip-higher sets it above eps_low)."""
-    beta: float = 0.001
-    """Weight of the k3 KL penalty to the reference model; 0 switches the reference off."""
-    aggregation: str = "token-mean"
-    """``token-mean`` or ``seq-mean``."""
-    loss_type: str = "ppo"
-    """``ppo`` (clipped surrogate) or ``cispo`` (clipped, detached importance weight times logp)."""
-
-    def __post_init__(self) -> None:
-        if self.loss_type not in LOSS_TYPES:
-            raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
-        if self.aggregation not in AGGREGATIONS:
-            raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {self.aggregation!r}")
-        if not 0 <= self.eps_low < 1:
-            raise ValueError(f"eps_low must be in [0, 1), got {self.eps_low}")
-        if self.eps_high < 0:
-            raise ValueError(f"eps_high must be >= 0, got {self.eps_high}")
-        if self.beta < 0:
-            raise ValueError(f"beta must be >= 0, got {self.beta}")
+# the loss settings are declared with the trainers' other settings (the policy's are flags without a
+# prefix, GCD's judge has its own); importable from here too
+from agentgym.train.config import AGGREGATIONS, LOSS_TYPES, LossConfig  # noqa: F401
 
 
 def k3_kl(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:

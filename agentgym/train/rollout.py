@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Sequence
 
 from agentgym.agents.base import Completion, Policy, SamplingConfig
-from agentgym.prompts import (MAX_ACTION_CHARS, check_max_action_chars, cut_action, episode_to_messages,
-                              observations_carry_history)
-from agentgym.train.chat import LAYOUTS, ChatEncoder, check_layout, window_prompt_ids
+from agentgym.prompts import cut_action, episode_to_messages, observations_carry_history
+from agentgym.train.chat import ChatEncoder, check_layout, window_prompt_ids
+# the trainers' rollout settings, which this module consumes as they are; importable from here too
+from agentgym.train.config import ROLLOUT_MODES, RolloutConfig  # noqa: F401
 from agentgym.train.envs import EnvBatch, StepResult
-
-ROLLOUT_MODES = ("lockstep", "overlapped")
 
 
 @dataclass(frozen=True)
@@ -117,46 +116,6 @@ class Episode:
     @property
     def num_generated_tokens(self) -> int:
         return sum(len(t.completion.token_ids) for t in self.turns)
-
-
-@dataclass
-class RolloutConfig:
-    """How episodes are played."""
-
-    layout: str = "concat"
-    """``concat`` or ``window`` (SPEC §4.2)."""
-    window: int | None = 2
-    """``window`` layout: past turns kept in the prompt besides the first observation (None: all)."""
-    max_turns: int | None = None
-    """Stop an episode after this many model turns (None: the env's own limit)."""
-    max_prompt_tokens: int = 4096
-    """End an episode (as truncated) when its next prompt would be longer than this."""
-    max_action_chars: int | None = MAX_ACTION_CHARS
-    """Past actions go back into the history cut to this many characters (runaway output; the
-    turn's own sample is never cut). None keeps them whole."""
-    rollout_mode: Literal["lockstep", "overlapped"] = "lockstep"
-    """``lockstep``: each turn, generate for every unfinished episode, then step all their envs.
-    ``overlapped``: generate for the episodes whose env step is back while the others' envs still
-    step (same episodes under greedy decoding; pays off with worker-process or Ray envs)."""
-    max_generate_batch: int | None = None
-    """``overlapped`` mode: most episodes per policy call (None: every episode that is ready)."""
-    batch_wait: float = 1.0
-    """``overlapped`` mode: once one env step is back, wait up to this many times the last policy
-    call's time for the others in flight. Most of a call's time does not grow with its batch
-    (decoding steps), so an env that is back within about a call's time costs less to wait for
-    than to generate for in a call of its own; 0 takes only what is ready (more overlap when
-    envs are slow and a call for a few episodes is cheap, as for a small model on CPU)."""
-
-    def __post_init__(self) -> None:
-        if self.layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
-        if self.rollout_mode not in ROLLOUT_MODES:
-            raise ValueError(f"rollout_mode must be one of {ROLLOUT_MODES}, got {self.rollout_mode!r}")
-        if self.max_generate_batch is not None and self.max_generate_batch < 1:
-            raise ValueError(f"max_generate_batch must be >= 1 or None, got {self.max_generate_batch}")
-        if not self.batch_wait >= 0:
-            raise ValueError(f"batch_wait must be >= 0, got {self.batch_wait}")
-        check_max_action_chars(self.max_action_chars)
 
 
 def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None,

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from agentgym.train.checkpoint_record import CheckpointRecord
-from agentgym.train.config import TINY_MODELS, ConfigError, SFTConfig, SFTRunConfig, TrainConfig, to_dict
+from agentgym.train.config import TINY_MODELS, ConfigError, TrainConfig, to_dict
 from agentgym.train.hooks import Extensions, StepContext, TrainerExtension
 from agentgym.train.run_state import RunState
 from agentgym.train.run_view import RunView
@@ -98,19 +98,8 @@ def cold_start(config: TrainConfig) -> str:
     env, layout and seed (a cached one is reused only when made with exactly the same recipe)."""
     from agentgym.train import sft
 
-    cs = config.cold_start.resolved(config.env.env_id)
-    sft_cfg = SFTRunConfig(env=config.env, model=config.model,
-                           sft=SFTConfig(num_episodes=cs.cold_start_episodes, num_steps=cs.cold_start_steps,
-                                         learning_rate=cs.cold_start_lr, batch_size=cs.cold_start_batch_size,
-                                         micro_batch_size=cs.cold_start_batch_size,
-                                         judge_samples=cs.cold_start_judge_samples,
-                                         chatty_answers=cs.cold_start_chatty_answers,
-                                         log_every=max(10, cs.cold_start_steps // 10),
-                                         max_prompt_tokens=config.rollout.max_prompt_tokens),
-                           layout=config.rollout.layout, window=config.rollout.window, seed=config.run.seed,
-                           output_dir=os.path.join(config.run.output_dir, "sft"),
-                           tensorboard=config.run.tensorboard, progress=config.run.progress, quiet=config.run.quiet)
-    final = os.path.join(sft_cfg.output_dir, "final")
+    sft_cfg = config.cold_start_config()
+    final = os.path.join(sft_cfg.run.output_dir, "final")
     if sft.reusable(final, sft_cfg):
         return final
     return sft.run_sft(sft_cfg)
@@ -138,7 +127,6 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     import torch
 
     import agentgym  # noqa: F401  registers the envs
-    from agentgym.agents import SamplingConfig
     from agentgym.agents.tiny import resolve_model_path
     from agentgym.locks import lock_dir
     from agentgym.rewards.prs import PRSSchedule
@@ -149,7 +137,6 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     from agentgym.train.distributed import init_distributed
     from agentgym.train.generators import make_generator
     from agentgym.train.metrics import MetricsLogger
-    from agentgym.train.rollout import RolloutConfig
     from agentgym.train.setup import load_model, load_tokenizer, make_env_batch, resolve_device, seed_everything
     from agentgym.train.threads import set_cpu_threads
 
@@ -169,7 +156,7 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
         print(f"env: {env_cfg.describe(config.model.model)}", flush=True)
     with dist.main_first():  # rank 0 builds the tiny model and the cold start, the others load them
         base_model = resolve_model_path(config.model.model, (env_cfg.env_id,))
-        if config.model.model in TINY_MODELS and config.cold_start.resolved(env_cfg.env_id).cold_start_steps > 0:
+        if config.model.model in TINY_MODELS and config.cold_start.resolved(env_cfg.env_id).num_steps > 0:
             base_model = cold_start(config)
     checkpoint, record = None, None
     if run.resume:
@@ -180,7 +167,7 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     # FSDP: load on the CPU, then each rank moves only its shard to the device
     load_on = "cpu" if config.model.fsdp else device
     model = load_model(str(checkpoint or base_model), load_on, config.model.gradient_checkpointing and on_gpu)
-    ref_model = load_model(base_model, load_on, trainable=False) if o.beta > 0 else None
+    ref_model = load_model(base_model, load_on, trainable=False) if o.loss.beta > 0 else None
     if config.model.fsdp:
         model = fsdp.shard(model, device, dist.world_size)
         ref_model = fsdp.shard(ref_model, device, dist.world_size) if ref_model is not None else None
@@ -191,8 +178,7 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     optimizer = torch.optim.AdamW(model.parameters(), lr=o.learning_rate, weight_decay=o.weight_decay)
     for group in own_groups:
         optimizer.add_param_group(dict(group))
-    sampling = SamplingConfig(max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p)
-    generator = make_generator(config, model, tokenizer, sampling, str(checkpoint or base_model))
+    generator = make_generator(config, model, tokenizer, r.sampling, str(checkpoint or base_model))
     probe = gym.make(env_cfg.env_id, **env_kwargs)
     try:
         spec = probe.unwrapped.prs_spec
@@ -204,10 +190,8 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
                            start_stage=env_cfg.prs_start_stage)
     envs = make_env_batch(env_cfg.env_id, r.num_groups // dist.world_size, r.group_size,
                           env_cfg.backend_options(), env_kwargs)
-    collector = Collector(envs, generator.policy, ChatEncoder(tokenizer),
-                          RolloutConfig(layout=r.layout, window=r.window, max_prompt_tokens=r.max_prompt_tokens,
-                                        rollout_mode=r.rollout_mode),
-                          sampling, {"split": env_cfg.split}, device, config.model.bf16 and on_gpu, ext.system_prompt)
+    collector = Collector(envs, generator.policy, ChatEncoder(tokenizer), r, r.sampling, {"split": env_cfg.split},
+                          device, config.model.bf16 and on_gpu, ext.system_prompt)
     setup = RunSetup(config, name, dist, device, config.model.bf16 and on_gpu, env_kwargs, tokenizer, model, ref_model,
                      optimizer, generator, envs, collector, stream, excluded, spec, schedule, ext, dir_lock=dir_lock,
                      view=view)

@@ -33,11 +33,12 @@ class RunView:
     quiet: bool
     """print nothing per step (an extension's notes too; errors still go to stderr)"""
     sampling: SamplingConfig
-    """how the rollout samples a turn (``--max-new-tokens``, ``--temperature``, ``--top-p``)"""
+    """how the rollout samples a turn (``--max-new-tokens``, ``--temperature``, ``--top-p``,
+    ``--top-k``): the run's one :class:`~agentgym.agents.SamplingConfig`"""
     layout: str
     """the token layout of training samples: ``concat`` or ``window``"""
-    window: int
-    """``window`` layout: past turns kept in a prompt"""
+    window: int | None
+    """``window`` layout: past turns kept in a prompt besides the first observation (None: all)"""
     max_prompt_tokens: int
     """a prompt longer than this is cut (an episode ends, a judge prompt is skipped)"""
     std_normalize: bool
@@ -65,8 +66,7 @@ class RunView:
         c = config if config is not None else TrainConfig()
         r, o = c.rollout, c.optim
         return cls(output_dir=c.run.output_dir if config is not None else None, seed=c.run.seed, quiet=c.run.quiet,
-                   sampling=SamplingConfig(max_new_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p),
-                   layout=r.layout, window=r.window, max_prompt_tokens=r.max_prompt_tokens,
+                   sampling=r.sampling, layout=r.layout, window=r.window, max_prompt_tokens=r.max_prompt_tokens,
                    std_normalize=o.std_normalize, learning_rate=o.learning_rate, micro_batch_size=o.micro_batch_size,
                    device=device, bf16=bf16, dist=dist if dist is not None else Dist(), tokenizer=tokenizer)
 

@@ -19,10 +19,11 @@ import json
 import os
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agentgym.train.config import ConfigError, SFTConfig, SFTRunConfig, to_dict
+from agentgym.train.config import ConfigError, LayoutConfig, SFTRunConfig, to_dict
 
 RECORD_FILE = "agentgym_sft.json"
 
@@ -44,19 +45,27 @@ def is_complete(model_dir: str | os.PathLike) -> bool:
     return read_record(d) is not None and (d / "config.json").is_file() and (d / "tokenizer_config.json").is_file()
 
 
+def resolved(cfg: SFTRunConfig) -> SFTRunConfig:
+    """``cfg`` with every SFT setting left None filled in from the env's recipe."""
+    return replace(cfg, sft=cfg.sft.resolved(cfg.env.env_id))
+
+
 def _recipe(cfg: SFTRunConfig) -> dict[str, Any]:
     """What decides the result: a cached cold start is reused only when all of it matches."""
+    cfg = resolved(cfg)
     sft = to_dict(cfg.sft)
     sft.pop("log_every", None)  # printing does not change the model
-    if sft.get("max_prompt_tokens") == SFTConfig.max_prompt_tokens:
-        # the default cap is left out too, so cold starts cached before it existed are still reused
-        sft.pop("max_prompt_tokens")
+    if cfg.chat.max_prompt_tokens != LayoutConfig.max_prompt_tokens:
+        # the default cap is left out, so cold starts cached before it existed are still reused
+        sft["max_prompt_tokens"] = cfg.chat.max_prompt_tokens
+    if not sft.get("explore"):
+        sft.pop("explore", None)  # likewise: no exploration is the recipe made before the setting
     if not sft.get("judge_samples"):
         # without judge samples the run is the one made before the setting existed: keep its
         # recipe, so cold starts cached then are still reused
         sft.pop("judge_samples", None)
     return {"env_id": cfg.env.env_id, "env_kwargs": cfg.env.kwargs(cfg.model.model), "split": cfg.env.split,
-            "model": cfg.model.model, "layout": cfg.layout, "window": cfg.window, "seed": cfg.seed,
+            "model": cfg.model.model, "layout": cfg.chat.layout, "window": cfg.chat.window, "seed": cfg.run.seed,
             "sft": sft}
 
 
@@ -74,20 +83,21 @@ def expert_samples(cfg: SFTRunConfig, encoder, progress: bool = False):
     from agentgym.train.expert import expert_episode
     from agentgym.train.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
 
+    cfg = resolved(cfg)
     env = gym.make(cfg.env.env_id, expert=True, **cfg.env.kwargs(cfg.model.model))
     try:
         listed = env.unwrapped.task_ids(cfg.env.split) if hasattr(env.unwrapped, "task_ids") else None
-        chosen = cold_start_tasks(listed, cfg.seed, cfg.sft.num_episodes) if listed is not None else None
+        chosen = cold_start_tasks(listed, cfg.run.seed, cfg.sft.num_episodes) if listed is not None else None
         samples, played, solved, chatty = [], [], 0, 0
         for k in _bar(range(cfg.sft.num_episodes), progress, "expert episodes"):
             options = {"split": cfg.env.split}
             if chosen is not None:
                 options["task_id"] = chosen[k]
-            seed = task_seed(cfg.seed, k, STREAM_COLD_START)
-            got, record = expert_episode(env, encoder, seed, cfg.layout, cfg.window, options,
-                                         chatty=chats(seed, cfg.sft.chatty_answers))
+            seed = task_seed(cfg.run.seed, k, STREAM_COLD_START)
+            got, record = expert_episode(env, encoder, seed, cfg.chat.layout, cfg.chat.window, options,
+                                         chatty=chats(seed, cfg.sft.chatty_answers), explore=cfg.sft.explore)
             samples += got
-            solved += bool(got)
+            solved += bool(got) and record["success"]
             chatty += bool(got) and record.get("chatty", False)
             played.append(str(record["task_id"]))
     finally:
@@ -121,14 +131,15 @@ def judge_samples(cfg: SFTRunConfig, encoder):
     from agentgym.train.gcd.coldstart import judge_cold_start_samples
     from agentgym.train.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
 
+    cfg = resolved(cfg)
     env = gym.make(cfg.env.env_id, expert=True, **cfg.env.kwargs(cfg.model.model))
     try:
         listed = env.unwrapped.task_ids(cfg.env.split) if hasattr(env.unwrapped, "task_ids") else None
-        chosen = cold_start_tasks(listed, cfg.seed, cfg.sft.num_episodes) if listed is not None else None
-        requests = [(task_seed(cfg.seed, k, STREAM_COLD_START),
+        chosen = cold_start_tasks(listed, cfg.run.seed, cfg.sft.num_episodes) if listed is not None else None
+        requests = [(task_seed(cfg.run.seed, k, STREAM_COLD_START),
                      {"split": cfg.env.split, **({"task_id": chosen[k]} if chosen is not None else {})})
                     for k in range(cfg.sft.num_episodes)]
-        return judge_cold_start_samples(env, encoder, cfg.sft.judge_samples, requests, seed=cfg.seed)
+        return judge_cold_start_samples(env, encoder, cfg.sft.judge_samples, requests, seed=cfg.run.seed)
     finally:
         env.close()
 
@@ -203,13 +214,15 @@ def run_sft(cfg: SFTRunConfig) -> str:
     from agentgym.train.update import autocast_context, masked_next_token_logits, pad_batch
 
     # ----- setup -----
-    dir_lock = lock_dir(cfg.output_dir)  # one run per output directory
+    cfg = resolved(cfg)
+    run = cfg.run
+    dir_lock = lock_dir(run.output_dir)  # one run per output directory
     device = resolve_device(cfg.model.device)
     if not device.startswith("cuda"):
         set_cpu_threads(cfg.model.cpu_threads)
     bf16 = cfg.model.bf16 and device.startswith("cuda")
-    seed_everything(cfg.seed)
-    if not cfg.quiet:
+    seed_everything(run.seed)
+    if not run.quiet:
         print(f"sft: env {cfg.env.describe(cfg.model.model)}", flush=True)
     base_model = resolve_model_path(cfg.model.model, (cfg.env.env_id,))
     tokenizer = load_tokenizer(base_model)
@@ -217,37 +230,37 @@ def run_sft(cfg: SFTRunConfig) -> str:
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.sft.learning_rate)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: lr_factor(s, cfg.sft.num_steps, cfg.sft.warmup_steps, cfg.sft.lr_schedule))
-    logger = MetricsLogger(cfg.output_dir, tensorboard=cfg.tensorboard)
+    logger = MetricsLogger(run.output_dir, tensorboard=run.tensorboard)
 
     # ----- expert data -----
-    samples, tasks, solved, chatty = expert_samples(cfg, ChatEncoder(tokenizer), cfg.progress and not cfg.quiet)
+    samples, tasks, solved, chatty = expert_samples(cfg, ChatEncoder(tokenizer), run.progress and not run.quiet)
     if not samples:
         raise ValueError(f"the expert of {cfg.env.env_id} solved none of {len(tasks)} episodes; nothing to train on")
     if cfg.sft.judge_samples > 0:
         judged, stats = judge_samples(cfg, ChatEncoder(tokenizer))
         samples += judged
-        if not cfg.quiet:
+        if not run.quiet:
             print(f"sft: {len(judged)} judge samples ({stats['good']} good, {stats['bad']} bad; before balancing "
                   f"{stats['good_before']} good, {stats['bad_before']} bad) from {stats['episodes']} episodes")
-    cap = cfg.sft.max_prompt_tokens
+    cap = cfg.chat.max_prompt_tokens
     samples, too_long = within_prompt_cap(samples, cap)
     if not samples:
         raise ConfigError(f"every one of {len(too_long)} cold-start samples has a prompt longer than "
                           f"--max-prompt-tokens {cap} (the shortest: {min(too_long)} tokens); shorten the env's "
                           f"system prompt or observations, or raise --max-prompt-tokens")
-    if too_long and not cfg.quiet:
+    if too_long and not run.quiet:
         print(f"sft: {len(too_long)} samples left out, their prompt longer than --max-prompt-tokens {cap} "
               f"(up to {max(too_long)} tokens)")
-    if not cfg.quiet:
+    if not run.quiet:
         print(f"sft: {solved}/{len(tasks)} expert episodes solved ({len(set(tasks))} distinct tasks)"
               + (f", {chatty} of them with a chatty answer" if cfg.sft.chatty_answers > 0 else "")
               + f", {len(samples)} samples, {sum(s.num_loss_tokens for s in samples)} assistant tokens")
 
     # ----- train -----
-    rng = np.random.default_rng(cfg.seed)
+    rng = np.random.default_rng(run.seed)
     order: list[int] = []
     model.train()
-    bar = _bar(range(1, cfg.sft.num_steps + 1), cfg.progress, "sft")
+    bar = _bar(range(1, cfg.sft.num_steps + 1), run.progress, "sft")
     for step in bar:
         t0 = time.perf_counter()
         if len(order) < cfg.sft.batch_size:
@@ -271,21 +284,21 @@ def run_sft(cfg: SFTRunConfig) -> str:
         metrics = {"loss/sft": total, "accuracy/token": correct / max(n_tokens, 1), "tokens/loss": n_tokens,
                    "lr": schedule.get_last_lr()[0], "time/step": time.perf_counter() - t0}
         logger.log(step, metrics)
-        if not cfg.quiet and (step % cfg.sft.log_every == 0 or step == cfg.sft.num_steps):
+        if not run.quiet and (step % cfg.sft.log_every == 0 or step == cfg.sft.num_steps):
             bar.write(f"sft step {step:4d}  loss {total:.4f}  token acc {metrics['accuracy/token']:.3f}  "
                       f"{metrics['time/step']:.2f}s")
     bar.close()
     logger.close()
     final = save_final(cfg, model, tokenizer, tasks, solved, len(too_long))
     dir_lock.release()
-    if not cfg.quiet:
+    if not run.quiet:
         print(f"sft: saved {final}")
     return final
 
 
 def save_final(cfg: SFTRunConfig, model, tokenizer, tasks: list[str], solved: int, too_long: int = 0) -> str:
     """Write ``OUTPUT_DIR/final`` atomically: a temporary folder, the record last, then a rename."""
-    root = Path(cfg.output_dir)
+    root = Path(cfg.run.output_dir)
     final, tmp = root / "final", root / ".final.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)

@@ -111,3 +111,19 @@ def test_evaluation_rebuilds_the_recorded_extensions_and_their_prompt(tmp_path):
     off = {**record.config, "gcd": {**record.config["gcd"], "correction": False}}
     plain = recorded_extensions(off, record.state.extension)
     assert plain.system_prompt("Act.") == "Act." and plain.system_prompt_note() is None
+
+
+def test_recorded_extension_settings_rebuild_as_groups_under_their_current_names():
+    # a checkpoint records nested groups as dicts (GCD's judge loss), and older ones the former names
+    state = {"gcd": {}, "gigpo": {}}
+    now = recorded_extensions({"gcd": {"lam": 0.5, "judge_loss": {"beta": 0.1, "eps_high": 0.3}, "base": "gigpo"},
+                               "gigpo": {"step_std_normalize": False}}, state)
+    before = recorded_extensions({"gcd": {"lam": 0.5, "judge_beta": 0.1, "judge_eps_high": 0.3, "base": "gigpo"},
+                                  "gigpo": {"std_normalize": False, "gone": 1}}, state)
+    for extensions in (now, before):
+        gcd = next(e for e in extensions.items if e.name == "gcd")
+        gigpo = next(e for e in extensions.items if e.name == "gigpo")
+        loss = gcd.cfg.judge_loss
+        # the settings not recorded keep the judge's own defaults (seq-mean), not a plain LossConfig's
+        assert (loss.beta, loss.eps_high, loss.eps_low, loss.aggregation) == (0.1, 0.3, 0.2, "seq-mean")
+        assert gcd.cfg.loss_config() is loss and gigpo.cfg.step_std_normalize is False

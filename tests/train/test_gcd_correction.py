@@ -102,14 +102,22 @@ def test_correction_state_refreshes_every_k_steps():
 
 def test_correction_state_round_trips_through_json():
     state = CorrectionState(period=5, max_critiques=3)
-    state.update(10, ["do not loop", "check the door"])
+    state.update(10, ["do not loop", "check the door"], source="self")
     state.add_critiques(["c1", "c2", "c3", "c4"])
     assert state.critiques == ["c2", "c3", "c4"]  # the oldest go first
     restored = CorrectionState(period=5, max_critiques=3)
     restored.load_state_dict(json.loads(json.dumps(state.state_dict())))
     assert restored.state_dict() == state.state_dict()
     assert restored.due(14) is False and restored.due(15) is True
-    assert restored.system_prompt(SYSTEM) == state.system_prompt(SYSTEM)
+    assert restored.system_prompt(SYSTEM) == state.system_prompt(SYSTEM) and restored.source == "self"
+    # a state saved before the source was recorded loads, with the source unknown
+    old = {k: v for k, v in state.state_dict().items() if k != "source"}
+    restored.load_state_dict(old)
+    assert restored.mistakes == state.mistakes and restored.source is None
+    with pytest.raises(ValueError, match="source"):
+        restored.load_state_dict({**old, "source": "oracle"})
+    with pytest.raises(ValueError, match="source must be one of"):
+        restored.update(11, ["x"], source="oracle")
     fresh = CorrectionState(period=2)
     fresh.load_state_dict(CorrectionState(period=2).state_dict())
     assert fresh.refreshed_at is None and fresh.mistakes == []

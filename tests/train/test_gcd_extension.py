@@ -116,7 +116,9 @@ def test_mistakes_list_is_summarized_logged_and_put_into_the_next_episodes_syste
     assert m["gcd/correction_refreshed"] == 1 and m["gcd/correction_source_self"] == 1
     assert gcd.correction.mistakes == ["Do not go back to where you were."]
     assert json.loads((tmp_path / "gcd_mistakes.jsonl").read_text()) == {
-        "step": 2, "mistakes": ["Do not go back to where you were."], "source": "self", "critiques": 2}
+        "step": 2, "mistakes": ["Do not go back to where you were."], "source": "self", "critiques": 2,
+        "readability": 1.0}
+    assert m["gcd/correction_source"] == 1 and m["gcd/correction_readability"] == 1.0
     # the next rollout's episodes start from the corrected system prompt
     envs = make_env_batch(ToyLookupEnv, 1, 2)
     episodes, _ = collect_episodes(envs, ScriptedPolicy(["<answer>x</answer>"]), ChatEncoder(tiny[1]), [0],
@@ -135,6 +137,44 @@ def test_a_garbled_self_summary_falls_back_to_counting_offline(tiny):
     assert gcd.correction.mistakes == ["it loops back to the hall"]
 
 
+GARBLED_SUMMARY = "- the action solveim the environment did the runrk here\n- Thettt taskept taskept"
+
+
+@pytest.mark.parametrize("mode", ["auto", "model", "offline"])
+def test_correction_source_decides_who_writes_the_list(tiny, mode, capsys):
+    policy = ScriptedPolicy([SAYS_BAD], summary=GARBLED_SUMMARY)
+    gcd = GCD(GCDConfig(k=2, correction_every=1, correction_source=mode))
+    for step in range(2):
+        gcd.extra_samples(context(tiny, policy, step=step, quiet=False), batch())
+    m = gcd.metrics()
+    summaries = [call for call in policy.calls if call[1].temperature == 0]
+    assert len(summaries) == (0 if mode == "offline" else 2)
+    if mode == "model":  # the garbled list goes in as written
+        assert gcd.correction.mistakes[0] == "the action solveim the environment did the runrk here"
+        assert (m["gcd/correction_source"], m["gcd/correction_source_self"]) == (1, 1)
+    else:  # the critiques, counted
+        assert gcd.correction.mistakes == ["it loops back to the hall"]
+        assert (m["gcd/correction_source"], m["gcd/correction_source_offline"]) == (0, 1)
+    if mode == "offline":
+        assert m["gcd/correction_readability"] != m["gcd/correction_readability"]  # NaN: no model asked
+    else:
+        assert m["gcd/correction_readability"] < 0.85
+    # auto says once, the first time, that it fell back and why
+    said = capsys.readouterr().out
+    assert said.count("is not readable text") == (1 if mode == "auto" else 0)
+    if mode == "auto":
+        assert "gcd: the self mistakes summary at step 1 is not readable text (readability 0." in said
+
+
+def test_auto_keeps_a_readable_self_summary_and_logs_its_readability(tiny, tmp_path):
+    gcd = GCD(GCDConfig(k=2, correction_every=1))
+    policy = ScriptedPolicy([SAYS_BAD], summary="- Do not go back to the hall.\n- Check the key is found.")
+    gcd.extra_samples(context(tiny, policy, tmp_path=tmp_path), batch())
+    assert gcd.correction.mistakes == ["Do not go back to the hall.", "Check the key is found."]
+    assert gcd.correction.source == "self" and gcd.metrics()["gcd/correction_readability"] == 1.0
+    assert json.loads((tmp_path / "gcd_mistakes.jsonl").read_text())["readability"] == 1.0
+
+
 def test_no_correction_leaves_the_prompt_alone_and_rule_critiques_feed_the_list(tiny):
     gcd = GCD(GCDConfig(k=2, correction=False))
     gcd.correction.update(1, ["x"])
@@ -144,14 +184,35 @@ def test_no_correction_leaves_the_prompt_alone_and_rule_critiques_feed_the_list(
     assert sorted(gcd.correction.mistakes) == ["the action returned to an earlier state", "the action was invalid"]
 
 
-def test_state_round_trip_restores_the_list_and_pending_critiques(tiny):
-    gcd = GCD(GCDConfig(k=2, correction_every=1))
-    gcd.extra_samples(context(tiny, ScriptedPolicy([SAYS_BAD])), batch())
+@pytest.mark.parametrize("summary,source", [("- Do not go back to the hall.", "self"),
+                                            (GARBLED_SUMMARY, "offline")])
+def test_state_round_trip_restores_the_list_its_source_and_pending_critiques(tiny, summary, source):
+    gcd = GCD(GCDConfig(k=2, correction_every=2))
+    for step in range(2):
+        gcd.extra_samples(context(tiny, ScriptedPolicy([SAYS_BAD], summary=summary), step=step), batch())
     gcd.correction.add_critiques(["pending one"])
-    other = GCD(GCDConfig(k=2, correction_every=1))
+    assert gcd.correction.source == source
+    other = GCD(GCDConfig(k=2, correction_every=2))
     other.load_state_dict(json.loads(json.dumps(gcd.state_dict())))
     assert other.state_dict() == gcd.state_dict() and other.system_prompt("A.") == gcd.system_prompt("A.")
-    assert MISTAKES_HEADER in other.system_prompt("A.")
+    assert MISTAKES_HEADER in other.system_prompt("A.") and other.correction.source == source
+    # the resumed extension logs the restored list's source from its first step on
+    other.extra_samples(context(tiny, ScriptedPolicy([SAYS_BAD], summary=summary), step=2), batch())
+    assert other.metrics()["gcd/correction_source"] == (source == "self")
+    assert other.metrics()["gcd/correction_refreshed"] == 0
+
+
+def test_a_checkpoint_from_before_the_source_was_saved_still_loads(tiny):
+    old_state = {"correction": {"mistakes": ["do not loop"], "refreshed_at": 5, "critiques": ["c"]}}
+    gcd = GCD(GCDConfig(k=2, correction_every=5))
+    gcd.load_state_dict(old_state)
+    assert gcd.correction.mistakes == ["do not loop"] and gcd.correction.source is None
+    assert gcd.system_prompt("A.").endswith("- do not loop")
+    gcd.extra_samples(context(tiny, ScriptedPolicy([SAYS_BAD]), step=5), batch())
+    m = gcd.metrics()
+    assert m["gcd/correction_refreshed"] == 0 and m["gcd/correction_source"] != m["gcd/correction_source"]  # NaN
+    gcd.load_state_dict({})  # a GCD state without correction leaves it alone
+    assert gcd.correction.mistakes == ["do not loop"]
 
 
 def test_external_judge_labels_open_steps_and_writes_the_summary(tiny, chat_server):
@@ -189,6 +250,8 @@ def test_a_down_external_judge_is_a_logged_skip_or_a_clear_error_never_a_hang(ti
 @pytest.mark.parametrize("flags,message", [
     ({"k": 1}, "--gcd.k must be >= 2"), ({"lam": -1.0}, "--gcd.lam"), ({"max_judged_steps": 1}, "max-judged-steps"),
     ({"judge_url": "localhost:8000"}, "--gcd.judge-url"), ({"correction_every": 0}, "--gcd.correction-every"),
+    ({"correction_source": "judge"}, "--gcd.correction-source must be one of"),
+    ({"correction_min_readability": 1.5}, "--gcd.correction-min-readability must be in"),
 ])
 def test_bad_settings_name_the_flag(flags, message):
     from agentgym.train.config import ConfigError

@@ -154,3 +154,23 @@ def test_concat_refuses_a_template_that_rewrites_history(tiny_path):
     with pytest.raises(ValueError, match="window"):
         enc.env_turn_ids(messages + [{"role": "assistant", "content": "a0"}, {"role": "user", "content": "o1"}],
                          "a1", "o2", stopped=True)
+
+
+def test_explored_turns_train_on_the_label_in_window_and_are_left_out_in_concat(tiny):
+    # an exploring cold start played a random action on turn 1: the window sample of that turn
+    # trains on the expert's label; the concat sequence must hold the action played, without loss
+    from agentgym.train.expert import action_ids, episode_samples_from_messages
+
+    _, tokenizer = tiny
+    encoder = ChatEncoder(tokenizer)
+    messages = episode_to_messages("sys", ["o0", "o1", "o2"], ["a0", "rnd", "a2"])
+    labels, explored = ["a0", "a1", "a2"], [False, True, False]
+    window = episode_samples_from_messages(messages, encoder, "window", 2, labels=labels, explored=explored)
+    for sample, label in zip(window, labels):
+        target = action_ids(encoder, label)
+        assert sample.input_ids[-len(target):] == target and sum(sample.loss_mask) == len(target)
+    (concat,) = episode_samples_from_messages(messages, encoder, "concat", labels=labels, explored=explored)
+    (plain,) = episode_samples_from_messages(messages, encoder, "concat")
+    assert concat.input_ids == plain.input_ids  # the sequence holds the actions played
+    trained = [t for t, m in zip(concat.input_ids, concat.loss_mask) if m]
+    assert trained == action_ids(encoder, "a0") + action_ids(encoder, "a2")

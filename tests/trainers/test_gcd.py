@@ -1,6 +1,6 @@
 """trainers/gcd.py on the real envs with the tiny model: smoke runs on ToolQA (GRPO and GiGPO
 bases) and ALFWorld, the external judge against a local stub (up and down), an exact resume with
-the mistakes list restored, and the cold start's judge samples.
+the mistakes list restored, the cold start's judge samples and the --gcd.correction-source flag.
 
 The random tiny model writes no valid action, so every step it takes is labelled bad: the runs use
 ``balance="none"`` (a balanced batch would have no good step and train no judge) and the templated
@@ -44,8 +44,11 @@ def test_gcd_smoke_on_toolqa_trains_the_judge_in_the_same_update(tmp_path, base)
         assert r["time/judge_generate"] > 0 and r["tokens/judge_generated"] > 0
         assert ("gigpo/step_groups" in r) == (base == "gigpo")
     assert result.history[0]["gcd/correction_refreshed"] == 1
+    # the random tiny model writes no readable list, so the (templated, readable) critiques are counted
+    for r in rows(tmp_path):
+        assert r["gcd/correction_source"] == 0 and 0 <= r["gcd/correction_readability"] < 0.85
     (line,) = rows(tmp_path, "gcd_mistakes.jsonl")
-    assert line["step"] == 1 and line["mistakes"] == ["the action was invalid"] and line["source"] in ("self", "offline")
+    assert line["step"] == 1 and line["mistakes"] == ["the action was invalid"] and line["source"] == "offline"
     state = read_state(tmp_path / "run" / "checkpoints" / "step_2")
     assert state["extra"]["extension"]["gcd"]["correction"]["mistakes"] == line["mistakes"]
     assert state["extra"]["method"] == f"gcd-{base}"
@@ -168,3 +171,18 @@ def test_held_out_evaluation_and_agentgym_eval_use_the_trained_list(tmp_path, ca
                        gcd={**JUDGE, "correction": False})
     gcd.main(off)
     assert trained_mistakes(str(tmp_path / "off" / "run" / "checkpoints" / "step_1")) == []
+
+
+def test_correction_source_flag_takes_its_three_values_and_names_itself_when_wrong(capsys):
+    from agentgym.train.config import parse
+
+    for value in ("auto", "model", "offline"):
+        cfg = parse(gcd.GCDTrainConfig, ["--gcd.correction-source", value, "--gcd.correction-min-readability", "0.7"])
+        assert cfg.gcd.correction_source == value and cfg.gcd.correction_min_readability == 0.7
+    assert parse(gcd.GCDTrainConfig, []).gcd.correction_source == "auto"
+    with pytest.raises(SystemExit):
+        parse(gcd.GCDTrainConfig, ["--gcd.correction-source", "judge"])
+    assert "--gcd.correction-source" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse(gcd.GCDTrainConfig, ["--gcd.correction-min-readability", "2"])
+    assert "--gcd.correction-min-readability must be in [0, 1]" in capsys.readouterr().err

@@ -16,7 +16,6 @@ The math of each lives in a small pure module beside the loop (``agentgym.train.
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any, Mapping
 
 from agentgym.train.extensions.dapo import DAPO, DAPOConfig
@@ -24,6 +23,7 @@ from agentgym.train.extensions.gcd import GCD, GCDConfig, gcd_extensions
 from agentgym.train.extensions.gigpo import GiGPO, GiGPOConfig
 from agentgym.train.extensions.ppo import PPO, PPOConfig
 from agentgym.train.extensions.vspo import VSPO, VSPOConfig
+from agentgym.train.flags import from_recorded
 from agentgym.train.hooks import Extensions
 
 BY_NAME = {"vspo": (VSPO, VSPOConfig), "gigpo": (GiGPO, GiGPOConfig), "dapo": (DAPO, DAPOConfig),
@@ -36,15 +36,14 @@ def recorded_extensions(config: Mapping[str, Any], state: Mapping[str, Any]) -> 
     """The extensions a run trained with, rebuilt from its recorded config (a checkpoint's
     ``CheckpointRecord.config``) and loaded with their recorded ``state`` (by name): what evaluation
     needs to prompt a checkpoint as its training did. Extensions this package does not define (a
-    user's own) are left out; settings a newer or older version does not know are ignored."""
+    user's own) are left out; settings a newer or older version does not know are ignored, and a
+    setting recorded under its former name is read as the current one (:func:`~agentgym.train.flags.from_recorded`)."""
     rebuilt = []
     for name in state:
         if name not in BY_NAME:
             continue
         cls, config_cls = BY_NAME[name]
-        known = {f.name for f in fields(config_cls)}
-        settings = {k: v for k, v in (config.get(name) or {}).items() if k in known}
-        extension = cls(config_cls(**settings))
+        extension = cls(from_recorded(config_cls, config.get(name) or {}))
         extension.load_state_dict(state[name])
         rebuilt.append(extension)
     return Extensions(rebuilt)

@@ -11,6 +11,7 @@ its defaults.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from agentgym.train.config import ConfigError
 from agentgym.train.dapo import dynamic_sampling_mask
@@ -22,14 +23,16 @@ from agentgym.train.rollout import Episode, by_group
 class DAPOConfig:
     """DAPO's own settings (flags ``--dapo.*``)."""
 
-    tol: float = 1e-6
+    spread_tol: float = 1e-6
     """a group whose return spread is at most this has none"""
     max_rounds: int = 3
     """extra generation rounds per step at most (soft cap: a shortfall is logged, never raised)"""
 
+    FORMER_NAMES: ClassVar[dict[str, str]] = {"tol": "spread_tol"}
+
     def validate(self) -> None:
-        if not self.tol >= 0:
-            raise ConfigError(f"--dapo.tol must be >= 0, got {self.tol}")
+        if not self.spread_tol >= 0:
+            raise ConfigError(f"--dapo.spread-tol must be >= 0, got {self.spread_tol}")
         if self.max_rounds < 0:
             raise ConfigError(f"--dapo.max-rounds must be >= 0, got {self.max_rounds}")
 
@@ -45,7 +48,7 @@ class DAPO(TrainerExtension):
         self._metrics: dict[str, float] = {}
 
     def _with_spread(self, groups: dict[int, list[Episode]]) -> dict[int, list[Episode]]:
-        mask = dynamic_sampling_mask([[ep.ret for ep in eps] for eps in groups.values()], self.cfg.tol)
+        mask = dynamic_sampling_mask([[ep.ret for ep in eps] for eps in groups.values()], self.cfg.spread_tol)
         return {g: eps for (g, eps), keep in zip(groups.items(), mask) if keep}
 
     def after_rollout(self, ctx: StepContext, episodes: list[Episode]) -> list[Episode]:

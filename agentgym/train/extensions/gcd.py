@@ -13,9 +13,11 @@ Each step, after the policy's advantages:
    loss settings: ``L = L_policy + lam * L_judge``.
 4. Critiques of bad steps (the judgments that called a bad step bad) are gathered; every
    ``correction_every`` steps they are summarized into a "Common mistakes" list, by the model
-   itself or the external judge, falling back to counting phrases offline when the reply holds no
-   list. The list goes into every later episode's system prompt, into ``OUTPUT_DIR/gcd_mistakes.jsonl``
-   when it changes, and into checkpoints.
+   itself or the external judge, or counted offline (``correction_source``; ``auto`` uses the
+   model's list only when it reads as text and otherwise counts the readable critique phrases:
+   :mod:`agentgym.train.gcd.correction_source`). The list goes into every later episode's system
+   prompt, into ``OUTPUT_DIR/gcd_mistakes.jsonl`` when it changes, and into checkpoints with its
+   source.
 """
 
 from __future__ import annotations
@@ -24,14 +26,15 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
-from agentgym.train.config import ConfigError
-from agentgym.train.gcd.correction import CorrectionState, mistakes_summary_prompt, parse_mistakes, summarize_mistakes
+from agentgym.train.config import ConfigError, LossConfig
+from agentgym.train.gcd.correction import CorrectionState, mistakes_summary_prompt, parse_mistakes
+from agentgym.train.gcd.correction_source import CORRECTION_SOURCES, MistakesChoice, choose_mistakes, env_text
 from agentgym.train.gcd.judge import critique_of, judge_prompt, judge_reward, parse_verdict
 from agentgym.train.gcd.labels import BAD, BALANCE_MODES, GOOD, balance_labels
 from agentgym.train.gcd.steps import JudgedStep, cap_steps, judgment_metrics, labelled_steps
@@ -39,7 +42,9 @@ from agentgym.train.hooks import SampleKind, StepContext, TrainerExtension
 from agentgym.train.samples import Sample
 
 MISTAKES_FILE = "gcd_mistakes.jsonl"
-"""Under OUTPUT_DIR: one ``{"step", "mistakes", "source", "critiques"}`` line per change of the list."""
+"""Under OUTPUT_DIR: one ``{"step", "mistakes", "source", "critiques", "readability"}`` line per
+change of the list (``readability``: the model's list's score at that refresh, null when no model
+wrote one)."""
 
 
 @dataclass
@@ -56,14 +61,9 @@ class GCDConfig:
     """equal good and bad steps (`downsample`; a batch with one class empty trains no judge), or all"""
     judge_max_new_tokens: int = 128
     """most tokens of one judgment (a short critique, then the verdict)"""
-    judge_eps_low: float = 0.2
-    """judge loss: PPO clip range below 1"""
-    judge_eps_high: float = 0.2
-    """judge loss: PPO clip range above 1"""
-    judge_beta: float = 0.0
-    """judge loss: k3 KL weight to the reference (the reference never judged: 0 by default)"""
-    judge_aggregation: Literal["token-mean", "seq-mean"] = "seq-mean"
-    """judge loss: how token losses are averaged (seq-mean: a verbose judgment weighs no more)"""
+    # no KL by default: the reference never judged; seq-mean: a verbose judgment weighs no more
+    judge_loss: LossConfig = field(default_factory=lambda: LossConfig(beta=0.0, aggregation="seq-mean"))
+    """the judge samples' token loss (flags --gcd.judge-loss.*)"""
     judge_url: str | None = None
     """OpenAI-compatible endpoint (with /v1) of an external judge that labels more steps"""
     judge_model: str = "judge"
@@ -88,8 +88,17 @@ class GCDConfig:
     """also gather the templated critiques of rule-labelled bad steps (not only the model's own)"""
     summary_max_new_tokens: int = 128
     """most tokens of the model's own mistakes summary (decoded greedily)"""
+    correction_source: Literal["auto", "model", "offline"] = "auto"
+    """who writes the list: `model` (the actor, or the external judge), `offline` (the critique count),
+    or `auto` (the model's list when it reads as text, else the count of readable critiques)"""
+    correction_min_readability: float = 0.85
+    """auto: the least share of real words (common English, the env's own text) a list or critique needs"""
     base: Literal["grpo", "gigpo"] = "grpo"
     """the method GCD is added to; `gigpo` chains the GiGPO extension (flags --gigpo.*)"""
+
+    FORMER_NAMES: ClassVar[dict[str, str]] = {
+        "judge_eps_low": "judge_loss.eps_low", "judge_eps_high": "judge_loss.eps_high",
+        "judge_beta": "judge_loss.beta", "judge_aggregation": "judge_loss.aggregation"}
 
     def validate(self) -> None:
         if not (np.isfinite(self.lam) and self.lam >= 0):
@@ -99,17 +108,17 @@ class GCDConfig:
         if self.max_judged_steps < (2 if self.balance == "downsample" else 1):
             raise ConfigError(f"--gcd.max-judged-steps must be >= 2 with --gcd.balance downsample (one good, "
                               f"one bad) and >= 1 otherwise, got {self.max_judged_steps}")
+        if self.correction_source not in CORRECTION_SOURCES:
+            raise ConfigError(f"--gcd.correction-source must be one of {CORRECTION_SOURCES}, "
+                              f"got {self.correction_source!r}")
+        if not 0.0 <= self.correction_min_readability <= 1.0:
+            raise ConfigError(f"--gcd.correction-min-readability must be in [0, 1] (a share of words), "
+                              f"got {self.correction_min_readability}")
         if self.balance not in BALANCE_MODES:
             raise ConfigError(f"--gcd.balance must be one of {BALANCE_MODES}, got {self.balance!r}")
         for name in ("judge_max_new_tokens", "summary_max_new_tokens", "correction_every", "correction_items"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--gcd.{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
-        if not 0 <= self.judge_eps_low < 1:
-            raise ConfigError(f"--gcd.judge-eps-low must be in [0, 1), got {self.judge_eps_low}")
-        if not self.judge_eps_high >= 0:
-            raise ConfigError(f"--gcd.judge-eps-high must be >= 0, got {self.judge_eps_high}")
-        if not self.judge_beta >= 0:
-            raise ConfigError(f"--gcd.judge-beta must be >= 0, got {self.judge_beta}")
         if not self.judge_timeout > 0:
             raise ConfigError(f"--gcd.judge-timeout must be > 0 seconds, got {self.judge_timeout}")
         if self.judge_retries < 0 or self.external_steps < 0:
@@ -118,11 +127,10 @@ class GCDConfig:
         if self.judge_url is not None and not self.judge_url.startswith(("http://", "https://")):
             raise ConfigError(f"--gcd.judge-url must be an http(s) URL ending in /v1, got {self.judge_url!r}")
 
-    def loss_config(self):
-        """The judge samples' :class:`~agentgym.train.loss.LossConfig`."""
-        from agentgym.train.loss import LossConfig
-
-        return LossConfig(self.judge_eps_low, self.judge_eps_high, self.judge_beta, self.judge_aggregation)
+    def loss_config(self) -> LossConfig:
+        """The judge samples' :class:`~agentgym.train.config.LossConfig` (checked with the config's
+        other groups: ``--gcd.judge-loss.*``)."""
+        return self.judge_loss
 
 
 class GCD(TrainerExtension):
@@ -142,6 +150,7 @@ class GCD(TrainerExtension):
         self.judge = judge if judge is not None else self._external_judge()
         self._metrics: dict[str, float] = {}
         self._log_checked = False
+        self._fallback_said = False
 
     def _external_judge(self):
         if not self.cfg.judge_url:
@@ -182,7 +191,7 @@ class GCD(TrainerExtension):
             critiques += [rule_critique(s.observation, s.action, BAD, s.reason) for label, s in items
                           if label == BAD and s.reason is not None]
         if self.cfg.correction:
-            self._correct(ctx, critiques, m)
+            self._correct(ctx, critiques, m, episodes)
         self._metrics = m
         return samples
 
@@ -292,7 +301,7 @@ class GCD(TrainerExtension):
         return ctx.run.autocast()
 
     # ----- prompt-based correction -----
-    def _correct(self, ctx, critiques: list[str], m) -> None:
+    def _correct(self, ctx, critiques: list[str], m, episodes) -> None:
         dist = ctx.dist
         if dist is not None and dist.active:
             # data-parallel: one list for the run, from every rank's critiques and rank 0's summary
@@ -301,49 +310,70 @@ class GCD(TrainerExtension):
         m["gcd/critiques_gathered"] = float(len(critiques))
         m["gcd/critiques_pending"] = float(len(self.correction.critiques))
         done = ctx.step + 1
-        for key in ("refreshed", "source_self", "source_external", "source_offline"):
+        for key in ("refreshed", "source_self", "source_external", "source_offline", "dropped"):
             m[f"gcd/correction_{key}"] = 0.0
-        m["gcd/correction_items"] = float(len(self.correction.mistakes))
+        m["gcd/correction_readability"] = float("nan")
+        self._list_metrics(m)
         self._trim_log(ctx, done - 1)
         if not self.correction.due(done):
             return
         pending = list(self.correction.critiques)
         before = list(self.correction.mistakes)
         t0 = time.perf_counter()
+        score, dropped = None, 0
         if pending:
             main = dist is None or dist.is_main
-            mistakes, source = self._summarize(ctx, pending) if main else ([], "")
+            choice = self._summarize(ctx, pending, episodes) if main else None
             if dist is not None:
-                mistakes, source = dist.broadcast((mistakes, source))
-        else:  # nothing new to go on: keep the list, restart the period
-            mistakes, source = before, "kept"
-        self.correction.update(done, mistakes)
+                choice = dist.broadcast(choice)
+            source, score, dropped = choice.source, choice.readability, choice.dropped
+            self.correction.update(done, choice.mistakes, source)
+        else:  # nothing new to go on: keep the list and its source, restart the period
+            source = "kept"
+            self.correction.update(done, before, self.correction.source)
         m["time/correction"] = time.perf_counter() - t0
         m["gcd/correction_refreshed"] = 1.0
         if source in ("self", "external", "offline"):
             m[f"gcd/correction_source_{source}"] = 1.0
-        m["gcd/correction_items"] = float(len(self.correction.mistakes))
+        m["gcd/correction_readability"] = float("nan") if score is None else float(score)
+        m["gcd/correction_dropped"] = float(dropped)
+        self._list_metrics(m)
         if self.correction.mistakes != before:
-            self._write_list(ctx, done, source, len(pending))
+            self._write_list(ctx, done, source, len(pending), score)
 
-    def _summarize(self, ctx, critiques: list[str]) -> tuple[list[str], str]:
+    def _list_metrics(self, m) -> None:
+        # the list in force from now on: its length, and 1 when a model wrote it, 0 when counted
+        m["gcd/correction_items"] = float(len(self.correction.mistakes))
+        src = self.correction.source
+        m["gcd/correction_source"] = float("nan") if src is None else float(src != "offline")
+
+    def _summarize(self, ctx, critiques: list[str], episodes) -> MistakesChoice:
+        mode = self.cfg.correction_source
+        got, writer = self._model_list(ctx, critiques) if mode != "offline" else (None, None)
+        choice = choose_mistakes(critiques, got, writer, mode=mode, env_texts=env_text(episodes),
+                                 max_items=self.cfg.correction_items,
+                                 min_readability=self.cfg.correction_min_readability)
+        if choice.fallback is not None and not self._fallback_said:
+            self._fallback_said = True
+            self._say(ctx, f"gcd: the {writer} mistakes summary at step {ctx.step + 1} {choice.fallback}; "
+                           f"counting the critiques offline instead ({len(critiques) - choice.dropped} of "
+                           f"{len(critiques)} name a mistake in readable text; --gcd.correction-source model "
+                           f"keeps the model's list)")
+        return choice
+
+    def _model_list(self, ctx, critiques: list[str]) -> tuple[list[str], str]:
+        """The summarizing model's list (``[]`` when its reply holds none) and who wrote it."""
         n = self.cfg.correction_items
-        if self.judge is not None:
-            from agentgym.train.gcd.external import JudgeUnavailable
+        if self.judge is None:
+            return parse_mistakes(self._self_summary(ctx, critiques), n), "self"
+        from agentgym.train.gcd.external import JudgeUnavailable
 
-            try:
-                got = self.judge.summarize_mistakes(critiques, n)
-            except JudgeUnavailable as e:
-                self._say(ctx, f"gcd: external judge unavailable for the mistakes summary, counted offline: {e}",
-                          err=True)
-                got = []
-            if got:
-                return got, "external"
-        else:
-            got = parse_mistakes(self._self_summary(ctx, critiques), n)
-            if got:
-                return got, "self"
-        return summarize_mistakes(critiques, n), "offline"
+        try:
+            return self.judge.summarize_mistakes(critiques, n), "external"
+        except JudgeUnavailable as e:
+            self._say(ctx, f"gcd: external judge unavailable for the mistakes summary, counted offline: {e}",
+                      err=True)
+            return [], "external"
 
     def _self_summary(self, ctx, critiques: list[str]) -> str:
         from agentgym.agents import SamplingConfig
@@ -374,7 +404,7 @@ class GCD(TrainerExtension):
         kept = [line for line in lines if ctx.step > 0 and json.loads(line).get("step", 0) <= upto]
         path.write_text("".join(line + "\n" for line in kept))
 
-    def _write_list(self, ctx, step: int, source: str, n_critiques: int) -> None:
+    def _write_list(self, ctx, step: int, source: str, n_critiques: int, score: float | None) -> None:
         if ctx.dist is not None and not ctx.dist.is_main:
             return
         path = self._log_path(ctx)
@@ -382,7 +412,8 @@ class GCD(TrainerExtension):
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("a") as f:
                 f.write(json.dumps({"step": step, "mistakes": self.correction.mistakes, "source": source,
-                                    "critiques": n_critiques}) + "\n")
+                                    "critiques": n_critiques,
+                                    "readability": None if score is None else round(score, 4)}) + "\n")
         listed = "".join(f"\n  - {x}" for x in self.correction.mistakes) or " (empty)"
         self._say(ctx, f"gcd: common mistakes at step {step} ({source}, from {n_critiques} critiques):{listed}")
 

@@ -11,7 +11,7 @@ Per-turn advantages reach the tokens in both layouts.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from agentgym.train.config import ConfigError
 from agentgym.train.gigpo import combine_advantages, step_group_advantages
@@ -29,8 +29,10 @@ class GiGPOConfig:
     """weight of the step advantage: A = A_episode + omega * A_step"""
     anchor: Literal["text", "state"] = "text"
     """what makes two steps the same state: the observation text, or the env's info['state_key']"""
-    std_normalize: bool = True
+    step_std_normalize: bool = True
     """divide step advantages by the step group's std"""
+
+    FORMER_NAMES: ClassVar[dict[str, str]] = {"std_normalize": "step_std_normalize"}
 
     def validate(self) -> None:
         if not 0 <= self.gamma <= 1:
@@ -65,7 +67,7 @@ class GiGPO(TrainerExtension):
             return advantages
         step_adv, stats = step_group_advantages(
             [ep.group for ep in episodes], [anchors_of(ep, self.cfg.anchor) for ep in episodes],
-            [ep.rewards[:len(ep.turns)] for ep in episodes], self.cfg.gamma, self.cfg.std_normalize)
+            [ep.rewards[:len(ep.turns)] for ep in episodes], self.cfg.gamma, self.cfg.step_std_normalize)
         self._metrics = {f"gigpo/{k}": v for k, v in stats.items()}
         return combine_advantages(advantages, step_adv, self.cfg.omega)
 

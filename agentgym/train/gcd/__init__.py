@@ -8,6 +8,9 @@ states. These modules are the pure pieces a trainer wires in; none imports torch
   the cold-start SFT targets.
 - :mod:`~agentgym.train.gcd.correction`: the "Common mistakes" list gathered from critiques and
   put into the system prompt, refreshed every K steps.
+- :mod:`~agentgym.train.gcd.correction_source`: whose list a refresh installs (the model's, or an
+  offline count), with :mod:`~agentgym.train.gcd.readability` (is it readable text) and
+  :mod:`~agentgym.train.gcd.english_words` (the common words it checks against).
 - :mod:`~agentgym.train.gcd.external`: an optional judge on any OpenAI-compatible endpoint.
 - :mod:`~agentgym.train.gcd.steps`: which steps of a batch are judged, and scoring the judgments.
 - :mod:`~agentgym.train.gcd.coldstart`: judge samples for the SFT cold start, from the real env.

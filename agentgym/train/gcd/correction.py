@@ -32,6 +32,9 @@ MISTAKES_HEADER = "Common mistakes to avoid:"
 MAX_MISTAKE_CHARS = 200
 """Longest mistake line kept; a summary item is one short instruction, not a paragraph."""
 
+MISTAKE_SOURCES = ("self", "external", "offline")
+"""Who can write the list: the actor itself, the external judge, or an offline count."""
+
 MAX_SUMMARY_CRITIQUES = 50
 """Critiques shown to a summarizing model at most (the most recent ones), to bound the prompt."""
 
@@ -153,9 +156,19 @@ def inject_mistakes(system_prompt: str, mistakes: Sequence[str]) -> str:
     items = [m for m in items if m]
     if not items:
         return system_prompt
-    base = _SECTION.sub("", system_prompt).rstrip("\n")
+    base = without_mistakes(system_prompt).rstrip("\n")
     section = MISTAKES_HEADER + "".join(f"\n- {m}" for m in items)
     return f"{base}\n\n{section}" if base else section
+
+
+def without_mistakes(system_prompt: str) -> str:
+    """``system_prompt`` with its "Common mistakes" section (if any) taken out: the prompt as the
+    env wrote it.
+
+    >>> without_mistakes(inject_mistakes("Be brief.", ["do not loop"]))
+    'Be brief.'
+    """
+    return _SECTION.sub("", system_prompt)
 
 
 class CorrectionState:
@@ -186,6 +199,10 @@ class CorrectionState:
         self.period = int(period)
         self.max_critiques = int(max_critiques)
         self.mistakes: list[str] = []
+        self.source: str | None = None
+        """Who wrote :attr:`mistakes`: ``"self"`` (the actor), ``"external"`` (the external
+        judge), ``"offline"`` (counted from the critiques); None before the first list, or for a
+        list restored from a checkpoint that did not record it."""
         self.refreshed_at: int | None = None
         self.critiques: list[str] = []
 
@@ -199,10 +216,14 @@ class CorrectionState:
         self.critiques.extend(c for c in critiques if isinstance(c, str) and c.strip())
         del self.critiques[:-self.max_critiques]
 
-    def update(self, step: int, mistakes: Sequence[str]) -> None:
-        """Install a new list at ``step`` and clear the gathered critiques. An empty list is stored
-        as is: nothing is injected until a later refresh finds mistakes again."""
+    def update(self, step: int, mistakes: Sequence[str], source: str | None = None) -> None:
+        """Install a new list at ``step``, written by ``source`` (see :attr:`source`), and clear the
+        gathered critiques. An empty list is stored as is: nothing is injected until a later
+        refresh finds mistakes again."""
+        if source is not None and source not in MISTAKE_SOURCES:
+            raise ValueError(f"source must be one of {MISTAKE_SOURCES} or None, got {source!r}")
         self.mistakes = [str(m) for m in mistakes]
+        self.source = source
         self.refreshed_at = int(step)
         self.critiques = []
 
@@ -211,15 +232,21 @@ class CorrectionState:
         return inject_mistakes(base, self.mistakes)
 
     def state_dict(self) -> dict[str, Any]:
-        """Mistakes, refresh step and pending critiques. The period is configuration and is not
-        saved, so a run can resume with a different K."""
-        return {"mistakes": list(self.mistakes), "refreshed_at": self.refreshed_at,
+        """Mistakes, their source, refresh step and pending critiques. The period is configuration
+        and is not saved, so a run can resume with a different K."""
+        return {"mistakes": list(self.mistakes), "source": self.source, "refreshed_at": self.refreshed_at,
                 "critiques": list(self.critiques)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s data; a state saved before the source was recorded loads
+        with :attr:`source` None."""
         missing = {"mistakes", "refreshed_at", "critiques"} - set(state)
         if missing:
             raise ValueError(f"correction state lacks {sorted(missing)}")
+        source = state.get("source")
+        if source is not None and source not in MISTAKE_SOURCES:
+            raise ValueError(f"correction state has source {source!r}, not one of {MISTAKE_SOURCES} or None")
         self.mistakes = [str(m) for m in state["mistakes"]]
+        self.source = source
         self.refreshed_at = None if state["refreshed_at"] is None else int(state["refreshed_at"])
         self.critiques = [str(c) for c in state["critiques"]][-self.max_critiques:]

@@ -1,0 +1,103 @@
+"""The names of a run's settings (agentgym/train/flags.py): one flag and at most one flat name per
+setting, checked when a config class is defined; former spellings still parse."""
+
+from dataclasses import dataclass, field
+from typing import Annotated, ClassVar
+
+import pytest
+
+from agentgym.train.config import TrainConfig, build, parse
+from agentgym.train.flags import Flat, FlagClash
+
+
+@dataclass
+class StepTolerance:
+    tol: float = 1e-6
+    """a tie tolerance"""
+
+
+@dataclass
+class DropTolerance:
+    tol: float = 0.1
+    """another one"""
+
+
+def test_two_method_groups_with_one_field_name_are_an_error_when_the_config_is_defined():
+    with pytest.raises(FlagClash, match=r"flat name 'tol' would be both first\.tol and second\.tol"):
+        @dataclass
+        class Clashing(TrainConfig):
+            first: StepTolerance = field(default_factory=StepTolerance)
+            second: DropTolerance = field(default_factory=DropTolerance)
+
+
+def test_a_method_field_named_like_a_flat_flag_is_an_error_when_the_config_is_defined():
+    @dataclass
+    class Normalize:
+        std_normalize: bool = False
+
+    with pytest.raises(FlagClash, match=r"'std_normalize' would be both optim\.std_normalize and mine\.std_normalize"):
+        @dataclass
+        class Clashing(TrainConfig):
+            mine: Normalize = field(default_factory=Normalize)
+
+
+def test_two_flat_groups_with_one_field_name_are_an_error_when_the_config_is_defined():
+    with pytest.raises(FlagClash, match=r"'tol' would be both first\.tol and second\.tol"):
+        @dataclass
+        class Clashing(TrainConfig):
+            first: Annotated[StepTolerance, Flat] = field(default_factory=StepTolerance)
+            second: Annotated[DropTolerance, Flat] = field(default_factory=DropTolerance)
+
+
+def test_a_former_name_that_a_current_setting_spells_is_an_error():
+    @dataclass
+    class Renamed:
+        spread: float = 0.0
+        tol: float = 0.0
+        FORMER_NAMES: ClassVar[dict[str, str]] = {"tol": "spread"}
+
+    with pytest.raises(FlagClash, match=r"the flag --x\.tol would be both x\.tol and the former name of x\.spread"):
+        @dataclass
+        class Clashing(TrainConfig):
+            x: Renamed = field(default_factory=Renamed)
+
+    with pytest.raises(FlagClash, match="--num-steps"):
+        @dataclass
+        class Shadowing(TrainConfig):
+            FORMER_NAMES: ClassVar[dict[str, str]] = {"num_steps": "cold_start.num_steps"}
+
+
+def test_former_cold_start_flags_still_parse_and_build_takes_their_names():
+    config = parse(TrainConfig, ["--cold-start-steps", "0", "--cold-start-episodes=16", "--cold-start-lr", "0.01",
+                                 "--cold-start-batch-size", "4", "--cold-start-chatty-answers", "0.5",
+                                 "--cold-start-judge-samples", "2", "--eval-episodes", "0"])
+    cs = config.cold_start
+    assert (cs.num_steps, cs.num_episodes, cs.learning_rate, cs.batch_size, cs.chatty_answers, cs.judge_samples) == (
+        0, 16, 0.01, 4, 0.5, 2)
+    built = build(TrainConfig, cold_start_steps=3, cold_start={"batch_size": 2})
+    assert (built.cold_start.num_steps, built.cold_start.batch_size) == (3, 2)
+    with pytest.raises(TypeError, match="TrainConfig has no setting 'steps'"):
+        build(TrainConfig, steps=3)
+
+
+def test_help_lists_the_former_spellings(capsys):
+    with pytest.raises(SystemExit):
+        parse(TrainConfig, ["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--cold-start-steps for --cold-start.num-steps" in out
+    assert "--max-turns" not in out and "--max-action-chars" not in out  # settings for code only
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--temperature", "-1"], "--temperature must be a finite number >= 0, got -1.0"),
+    (["--top-k", "-2"], "--top-k must be an integer >= 0, got -2"),
+    (["--batch-wait", "-1"], "--batch-wait must be a finite number >= 0, got -1.0"),
+    (["--max-generate-batch", "0"], "--max-generate-batch must be an integer >= 1 or None, got 0"),
+    (["--eps-low", "1.5"], "--eps-low must be in [0, 1), got 1.5"),
+    (["--cold-start.num-steps", "-1"], "--cold-start.num-steps must be an integer >= 0, got -1"),
+    (["--cold-start-chatty-answers", "2"], "--cold-start.chatty-answers is a fraction in [0, 1], got 2.0"),
+])
+def test_a_bad_nested_setting_is_one_line_naming_its_flag(flags, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        parse(TrainConfig, flags)
+    assert e.value.code == 2 and capsys.readouterr().err == f"error: {message}\n"
