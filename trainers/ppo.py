@@ -1,7 +1,7 @@
 """PPO with a value head: a critic on the policy's last hidden state, GAE over turns (SPEC §4.5).
 
     python trainers/ppo.py                                    # tiny model on ToolQA-v0, CPU, minutes
-    python trainers/ppo.py --model runs/sft/final --ppo.lam 0.9 --ppo.value-clip 0.2
+    python trainers/ppo.py --model runs/sft/final --ppo.gae-lambda 0.9 --ppo.value-clip 0.2
     python trainers/ppo.py --env-id ALFWorld-v0 --layout window --model /ckpt/Qwen2.5-1.5B-Instruct
 
 Each step plays one episode on each of 32 tasks (no groups: the value head is the baseline), scores

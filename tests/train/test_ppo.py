@@ -48,12 +48,19 @@ def test_the_clipped_value_loss_keeps_the_larger_of_both_losses():
 
 
 @pytest.mark.parametrize("flags,message", [
-    ({"gamma": 1.5}, "--ppo.gamma must be in"), ({"lam": -0.1}, "--ppo.lam must be in"),
+    ({"gae_gamma": 1.5}, "--ppo.gae-gamma must be in"), ({"gae_lambda": -0.1}, "--ppo.gae-lambda must be in"),
     ({"value_coef": -1.0}, "--ppo.value-coef"), ({"value_clip": 0.0}, "--ppo.value-clip"),
     ({"value_lr_scale": 0.0}, "--ppo.value-lr-scale")])
 def test_bad_ppo_settings_are_one_line_naming_the_flag(flags, message):
     with pytest.raises(ConfigError, match=message):
         PPOConfig(**flags).validate()
+
+
+def test_a_checkpoint_recorded_with_the_former_names_rebuilds_its_settings():
+    from agentgym.train.flags import from_recorded
+
+    cfg = from_recorded(PPOConfig, {"gamma": 0.9, "lam": 0.8, "value_clip": 0.2})
+    assert (cfg.gae_gamma, cfg.gae_lambda, cfg.value_clip) == (0.9, 0.8, 0.2)
 
 
 def _episode(prompts, completions, spans=None):

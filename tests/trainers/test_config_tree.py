@@ -8,6 +8,7 @@ import pytest
 import dapo
 import gcd
 import gigpo
+import ppo
 import vspo
 from agentgym.agents import Completion, Policy, SamplingConfig
 from agentgym.train import config as cfgmod
@@ -19,13 +20,16 @@ from trainer_helpers import TOOLQA_SMALL
 def test_every_flat_name_means_one_setting_across_the_trainers():
     # benchmarks/learning_curves.py --override gives every method's cell the same flat names
     owner: dict[str, tuple] = {}
-    for cls in (TrainConfig, vspo.VSPOTrainConfig, gigpo.GiGPOTrainConfig, dapo.DAPOTrainConfig, gcd.GCDTrainConfig):
+    for cls in (TrainConfig, vspo.VSPOTrainConfig, gigpo.GiGPOTrainConfig, dapo.DAPOTrainConfig, gcd.GCDTrainConfig,
+                ppo.PPOTrainConfig):
         for s in settings(cls):
             if s.flat is not None:
                 assert owner.setdefault(s.flat, s.path) == s.path, f"{s.flat}: {owner[s.flat]} and {s.path}"
     assert owner["std_normalize"] == ("optim", "std_normalize") and owner["tol"] == ("vspo", "tol")
     assert owner["step_std_normalize"] == ("gigpo", "step_std_normalize")
     assert owner["spread_tol"] == ("dapo", "spread_tol")
+    assert owner["gamma"] == ("gigpo", "gamma") and owner["lam"] == ("gcd", "lam")
+    assert owner["gae_gamma"] == ("ppo", "gae_gamma") and owner["gae_lambda"] == ("ppo", "gae_lambda")
 
 
 def test_renamed_method_flags_keep_their_former_spellings(capsys):
@@ -37,6 +41,9 @@ def test_renamed_method_flags_keep_their_former_spellings(capsys):
                                        "0.05", "--gcd.judge-aggregation", "token-mean", *no]).gcd.judge_loss
     assert (judge.eps_low, judge.eps_high, judge.beta, judge.aggregation) == (0.1, 0.3, 0.05, "token-mean")
     assert build(gcd.GCDTrainConfig, gcd={"judge_beta": 0.2}).gcd.judge_loss.beta == 0.2
+    got = parse(ppo.PPOTrainConfig, ["--ppo.gamma", "0.9", "--ppo.lam=0.8", *no], default=ppo.defaults()).ppo
+    assert (got.gae_gamma, got.gae_lambda) == (0.9, 0.8)
+    assert build(ppo.PPOTrainConfig, ppo={"lam": 0.7}).ppo.gae_lambda == 0.7
     with pytest.raises(TypeError, match=r"'tol' \(tol is now dapo.spread_tol\)"):
         build(dapo.DAPOTrainConfig, tol=0.5)  # the flat name is VSPO's: DAPO's former one fails naming the new
     with pytest.raises(SystemExit):

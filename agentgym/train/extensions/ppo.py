@@ -37,9 +37,9 @@ class PPOConfig:
 
     min_group_size: ClassVar[int] = 1  # the value head is the baseline: a task needs one episode
 
-    gamma: float = 1.0
+    gae_gamma: float = 1.0
     """discount per turn (1: the undiscounted PRS return the env pays)"""
-    lam: float = 0.95
+    gae_lambda: float = 0.95
     """GAE lambda over turns (1: Monte Carlo return minus the value; 0: one-step TD error)"""
     value_coef: float = 0.5
     """weight of the value loss 0.5 * (V - R)^2 beside the policy loss"""
@@ -50,11 +50,14 @@ class PPOConfig:
     normalize_advantages: bool = True
     """whiten the advantages over the batch's turns (mean 0, std 1)"""
 
+    # a flat name means one setting across the trainers: `gamma` is GiGPO's, `lam` GCD's
+    FORMER_NAMES: ClassVar[dict[str, str]] = {"gamma": "gae_gamma", "lam": "gae_lambda"}
+
     def validate(self) -> None:
-        if not 0 <= self.gamma <= 1:
-            raise ConfigError(f"--ppo.gamma must be in [0, 1], got {self.gamma}")
-        if not 0 <= self.lam <= 1:
-            raise ConfigError(f"--ppo.lam must be in [0, 1], got {self.lam}")
+        if not 0 <= self.gae_gamma <= 1:
+            raise ConfigError(f"--ppo.gae-gamma must be in [0, 1], got {self.gae_gamma}")
+        if not 0 <= self.gae_lambda <= 1:
+            raise ConfigError(f"--ppo.gae-lambda must be in [0, 1], got {self.gae_lambda}")
         if not self.value_coef >= 0:
             raise ConfigError(f"--ppo.value-coef must be >= 0, got {self.value_coef}")
         if self.value_clip is not None and not self.value_clip > 0:
@@ -157,7 +160,7 @@ class PPO(TrainerExtension):
             rewards = np.zeros(n)
             got = ep.rewards[:n]
             rewards[:len(got)] = got
-            a, ret = gae(rewards, v, self.cfg.gamma, self.cfg.lam)
+            a, ret = gae(rewards, v, self.cfg.gae_gamma, self.cfg.gae_lambda)
             values.append(v)
             raw.append(a)
             returns.append(ret)
