@@ -17,11 +17,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from agentgym.envs.scienceworld.tasks import TASKS
-
-LEVELS = ("L0", "L1", "L2")
-TRAIN_ALL = "train_all"
-"""The train variations of every task, the held-out ones included."""
+# The split names and the variations each plays are the tasks' data (tasks.py); this module adds
+# which tasks each level holds. Imports go one way, levels -> tasks.
+from agentgym.envs.scienceworld.tasks import LEVELS, TASKS, TRAIN_ALL, VARIATION_SPLIT, variation_split  # noqa: F401
 
 
 def _held_out() -> tuple[str, ...]:
@@ -33,15 +31,6 @@ def _held_out() -> tuple[str, ...]:
 
 HELD_OUT_TASKS: tuple[str, ...] = _held_out()
 """The L2 tasks: the last task of each topic."""
-
-# split name -> the engine's variation split it plays
-VARIATION_SPLIT = {"L0": "train", "L1": "test", "L2": "test", TRAIN_ALL: "train"}
-
-
-def variation_split(split: str) -> str:
-    """The engine split (train/dev/test) whose variations ``split`` plays."""
-    return VARIATION_SPLIT.get(split, split)
-
 
 def drawable_tasks(tasks: Sequence[str], split: str, explicit: bool) -> tuple[str, ...]:
     """The tasks a ``reset`` may draw from on ``split``, out of the env's ``tasks``.

@@ -86,9 +86,22 @@ SPLITS: tuple[str, ...] = ("train", "dev", "test")
 SPLIT_ALIASES: dict[str, str] = {"valid": "dev", "validation": "dev", "val": "dev", "eval": "dev"}
 
 
-ENV_SPLITS: tuple[str, ...] = SPLITS + ("train_all", "L0", "L1", "L2")
+LEVELS: tuple[str, ...] = ("L0", "L1", "L2")
+"""The evaluation levels; which tasks each holds is :mod:`agentgym.envs.scienceworld.levels`."""
+TRAIN_ALL = "train_all"
+"""The train variations of every task, the held-out ones included."""
+
+ENV_SPLITS: tuple[str, ...] = SPLITS + (TRAIN_ALL,) + LEVELS
 """Every split name the env takes: the engine's three, ``train_all`` and the levels (see
 :mod:`agentgym.envs.scienceworld.levels`)."""
+
+# split name -> the engine's variation split it plays
+VARIATION_SPLIT = {"L0": "train", "L1": "test", "L2": "test", TRAIN_ALL: "train"}
+
+
+def variation_split(split: str) -> str:
+    """The engine split (train/dev/test) whose variations ``split`` plays."""
+    return VARIATION_SPLIT.get(split, split)
 
 
 def canonical_split(split: str) -> str:
@@ -121,8 +134,6 @@ def split_variations(task: str, split: str) -> range:
 
     A level plays the variations of an engine split: L0 (and ``train_all``) the train ones, L1 and
     L2 the test ones."""
-    from agentgym.envs.scienceworld.levels import variation_split
-
     split = variation_split(canonical_split(split))
     train, dev, test = SPLIT_SIZES[task]
     start = {"train": 0, "dev": train, "test": train + dev}[split]
