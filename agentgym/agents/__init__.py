@@ -9,17 +9,23 @@ Each takes a batch of chat histories (or prompt token ids) and returns a batch o
 """
 
 from agentgym.agents.base import ChatHistory, Completion, Policy, SamplingConfig
-from agentgym.agents.hf import HFPolicy, load_model_and_tokenizer, render_prompt_ids
-from agentgym.agents.openai_compat import OpenAIPolicy, OpenAIRequestError
 
 __all__ = ["ChatHistory", "Completion", "Policy", "SamplingConfig", "HFPolicy", "OpenAIPolicy",
            "OpenAIRequestError", "VLLMPolicy", "load_model_and_tokenizer", "render_prompt_ids"]
 
+# Each backend is imported when its name is first used: vLLM pulls in CUDA and its own runtime, and
+# a module of this package used alone (the tiny-model builder) should not load the others.
+_BACKENDS = {"HFPolicy": "hf", "load_model_and_tokenizer": "hf", "render_prompt_ids": "hf",
+             "OpenAIPolicy": "openai_compat", "OpenAIRequestError": "openai_compat", "VLLMPolicy": "vllm_policy"}
+
 
 def __getattr__(name):
-    # vLLM pulls in CUDA and its own runtime: only touch it when VLLMPolicy is asked for by name.
-    if name == "VLLMPolicy":
-        from agentgym.agents.vllm_policy import VLLMPolicy
+    if name in _BACKENDS:
+        import importlib
 
-        return VLLMPolicy
+        return getattr(importlib.import_module(f"{__name__}.{_BACKENDS[name]}"), name)
     raise AttributeError(f"module 'agentgym.agents' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_BACKENDS))

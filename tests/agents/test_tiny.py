@@ -38,3 +38,25 @@ def test_console_entry_prints_the_path(tmp_path):
                           "--cache-dir", str(tmp_path)], capture_output=True, text=True, check=True)
     path = out.stdout.strip().splitlines()[-1]
     assert (tmp_path in __import__("pathlib").Path(path).parents)
+
+
+def test_importing_the_builder_loads_only_it_and_the_env_registration():
+    # `import agentgym` must register the env ids (so gym.make works after it); everything else the
+    # package holds (env code, vector envs, policies, the trainer core, torch) stays unloaded.
+    code = ("import sys, json, agentgym.agents.tiny; from gymnasium.envs.registration import registry; "
+            "print(json.dumps([sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('agentgym', 'torch', 'transformers', 'tokenizers')), 'ToolQA-v0' in registry]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded, registered = json.loads(out.stdout)
+    assert loaded == ["agentgym", "agentgym.agents", "agentgym.agents.base", "agentgym.agents.tiny", "agentgym.envs",
+                      "agentgym.envs.scienceworld", "agentgym.envs.scienceworld.tasks", "agentgym.settings"]
+    assert registered
+
+
+def test_the_package_api_is_there_when_used():
+    code = ("import agentgym, agentgym.agents as a; from agentgym import *; "
+            "print(make_vec.__module__, agentgym.AgentEnv.__module__, agentgym.vector.AgentVectorEnv.__name__, "
+            "PRSTracker.__module__, a.HFPolicy.__module__, a.OpenAIPolicy.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["agentgym.vector.make", "agentgym.envs.base", "AgentVectorEnv",
+                                  "agentgym.rewards.prs", "agentgym.agents.hf", "agentgym.agents.openai_compat"]
