@@ -12,10 +12,11 @@ __version__ = "0.1.0"
 
 # The public API is imported when first used, so that importing one module of the package (the
 # tiny-model builder, a trainer module) costs that module and env registration, not every layer.
-_EXPORTS = {"AgentEnv": "agentgym.envs.base", "EngineError": "agentgym.envs.base", "Transition": "agentgym.envs.base",
-            "episode_to_messages": "agentgym.prompts", "make_vec": "agentgym.vector",
-            "EMBODIED_PRS": "agentgym.rewards.prs", "TOOLQA_PRS": "agentgym.rewards.prs",
-            "PRSSchedule": "agentgym.rewards.prs", "PRSSpec": "agentgym.rewards.prs", "PRSTracker": "agentgym.rewards.prs"}
+_EXPORTS = {"AgentEnv": "agentgym.envs.base", "EngineError": "agentgym.envs.base",
+            "Transition": "agentgym.envs.base", "episode_to_messages": "agentgym.prompts",
+            "make_vec": "agentgym.vector", "EMBODIED_PRS": "agentgym.rewards.prs",
+            "TOOLQA_PRS": "agentgym.rewards.prs", "PRSSchedule": "agentgym.rewards.prs",
+            "PRSSpec": "agentgym.rewards.prs", "PRSTracker": "agentgym.rewards.prs"}
 
 
 def __getattr__(name: str):
