@@ -47,7 +47,7 @@ def _grpo_batch(model, tokenizer, groups, group_size, max_new_tokens, layout="co
     from agentgym.train.chat import ChatEncoder
     from agentgym.train.rollout import RolloutConfig, collect_episodes
     from agentgym.train.samples import episode_samples
-    from agentgym.train.setup import make_env_batch, task_seed
+    from agentgym.train.run.helpers import make_env_batch, task_seed
 
     sampling = SamplingConfig(max_new_tokens=max_new_tokens)
     envs = make_env_batch("ToolQA-v0", groups, group_size, "sync", env_kwargs or ENV_KWARGS)
@@ -92,7 +92,7 @@ def bench_cpu(args):
     import torch
 
     from agentgym.agents.tiny import build_tiny_model
-    from agentgym.train.setup import load_model, load_tokenizer
+    from agentgym.train.run.helpers import load_model, load_tokenizer
 
     torch.set_num_threads(args.cpu_threads)
     path = str(build_tiny_model(("ToolQA-v0",), args.tiny_size))
@@ -119,7 +119,7 @@ def bench_gpu(args):
     import torch
 
     from agentgym.agents.tiny import build_tiny_model
-    from agentgym.train.setup import load_tokenizer
+    from agentgym.train.run.helpers import load_tokenizer
 
     tok = load_tokenizer(str(build_tiny_model(("ToolQA-v0",))))
     model = gpu_model(tok).to("cuda")
@@ -144,7 +144,7 @@ def bench_methods(args):
     """GRPO and VSPO steps through ``train()``: the step time and what VSPO's resampling adds."""
     import numpy as np
 
-    from agentgym.train.config import SFTRunConfig, TrainConfig, build
+    from agentgym.train.run.config import SFTRunConfig, TrainConfig, build
     from agentgym.train.extensions import VSPO, VSPOConfig
     from agentgym.train.loop import train
     from agentgym.train.sft import run_sft
@@ -180,7 +180,7 @@ def bench_trl(args):
     from agentgym.agents.tiny import build_tiny_model
     from agentgym.envs.parsing import parse_tool_action
     from agentgym.prompts import episode_to_messages
-    from agentgym.train.setup import load_model, load_tokenizer
+    from agentgym.train.run.helpers import load_model, load_tokenizer
 
     try:
         import trl
@@ -241,7 +241,7 @@ def bench_gcd(args):
 
     import numpy as np
 
-    from agentgym.train.config import SFTRunConfig, TrainConfig, build
+    from agentgym.train.run.config import SFTRunConfig, TrainConfig, build
     from agentgym.train.extensions import GCDConfig, gcd_extensions
     from agentgym.train.loop import train
     from agentgym.train.sft import reusable, run_sft
@@ -290,7 +290,7 @@ def bench_overlap(args):
 
     from agentgym.agents import HFPolicy, SamplingConfig
     from agentgym.agents.tiny import build_tiny_model
-    from agentgym.train.setup import load_model, load_tokenizer
+    from agentgym.train.run.helpers import load_model, load_tokenizer
 
     torch.set_num_threads(args.cpu_threads)
     path = str(build_tiny_model(("ToolQA-v0",), args.tiny_size))
@@ -310,7 +310,7 @@ def _overlap_on(env_id, policy, tok, args):
 
     from agentgym.train.chat import ChatEncoder
     from agentgym.train.rollout import RolloutConfig, collect_episodes
-    from agentgym.train.setup import make_env_batch, task_seed
+    from agentgym.train.run.helpers import make_env_batch, task_seed
     from agentgym.vector import ProcessOptions
 
     modes = ("lockstep", "overlapped")

@@ -153,7 +153,7 @@ class PolicyAgent(Agent):
             played with, except those in :data:`BOARD_KWARGS` and those ``--env-kwargs`` sets.
         model: what the agent was named by (``tiny``, a directory; default ``checkpoint``): when
             the checkpoint records no env settings, ``--preset auto``'s pick for it applies
-            (:mod:`agentgym.train.presets`: ``tiny`` for the built-in tiny models).
+            (:mod:`agentgym.train.run.presets`: ``tiny`` for the built-in tiny models).
     """
 
     ready_first = False
@@ -176,7 +176,7 @@ class PolicyAgent(Agent):
     def trained_env_kwargs(self, env_id: str) -> dict[str, Any]:
         if self.checkpoint is None:
             return {}
-        from agentgym.train.presets import resolve_env_kwargs
+        from agentgym.train.run.presets import resolve_env_kwargs
 
         _, trained = resolve_env_kwargs(env_id, self.model_name)  # recorded, else the preset `auto` picks
         return {k: v for k, v in trained.items() if k not in BOARD_KWARGS}

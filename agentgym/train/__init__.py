@@ -1,7 +1,7 @@
 """The trainer core every script in ``trainers/`` shares.
 
-- :mod:`~agentgym.train.config`: every trainer's settings, nested dataclasses parsed by ``tyro``;
-  :mod:`~agentgym.train.flags`: their flags and flat names, one of each per setting.
+- :mod:`~agentgym.train.run.config`: every trainer's settings, nested dataclasses parsed by ``tyro``;
+  :mod:`~agentgym.train.run.flags`: their flags and flat names, one of each per setting.
 - :mod:`~agentgym.train.loop`: the RL loop (``train(config, extensions)``).
 - :mod:`~agentgym.train.collector`, :mod:`~agentgym.train.rollout`, :mod:`~agentgym.train.envs`:
   play grouped episodes with a policy, keeping every token.
@@ -12,19 +12,21 @@
 - :mod:`~agentgym.train.advantages`, :mod:`~agentgym.train.loss`, :mod:`~agentgym.train.update`:
   GRPO advantages, PPO-clip / CISPO with k3 KL, one optimizer step.
 - :mod:`~agentgym.train.hooks`, :mod:`~agentgym.train.extensions`: how VSPO, GiGPO, DAPO, GCD and
-  PPO plug in, reading the run through a :mod:`~agentgym.train.run_view`; their math in
+  PPO plug in, reading the run through a :mod:`~agentgym.train.run.view`; their math in
   :mod:`~agentgym.train.vspo`, :mod:`~agentgym.train.gigpo`, :mod:`~agentgym.train.dapo`,
   :mod:`~agentgym.train.ppo` and :mod:`~agentgym.train.gcd`.
 - :mod:`~agentgym.train.sft`, :mod:`~agentgym.train.expert`: the SFT cold start.
-- :mod:`~agentgym.train.checkpoint`, :mod:`~agentgym.train.metrics`: exact resume and logging.
-- :mod:`~agentgym.train.threads`: CPU thread count and OpenMP wait policy;
-  :mod:`~agentgym.train.env_check`: the env settings checked before a run starts.
+- :mod:`~agentgym.train.run.checkpoint`, :mod:`~agentgym.train.run.metrics`: exact resume and logging.
+- :mod:`~agentgym.train.run.threads`: CPU thread count and OpenMP wait policy;
+  :mod:`~agentgym.train.run.env_check`: the env settings checked before a run starts.
 
 Importing this package does not import torch; the modules that need it do. It does set
 ``OMP_WAIT_POLICY=PASSIVE`` (unless set already) for the OpenMP runtime torch will load, so that
-idle threads sleep rather than spin on cores another run needs (:mod:`~agentgym.train.threads`).
+idle threads sleep rather than spin on cores another run needs (:mod:`~agentgym.train.run.threads`).
 """
 
-from agentgym.train.threads import prefer_passive_wait
+from agentgym.train import moved
+from agentgym.train.run.threads import prefer_passive_wait
 
+moved.install()
 prefer_passive_wait()

@@ -32,7 +32,7 @@ def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, spli
     training (GCD's "Common mistakes" list).
     """
     from agentgym.train.rollout import RolloutConfig, collect_episodes
-    from agentgym.train.setup import make_env_batch
+    from agentgym.train.run.helpers import make_env_batch
 
     if num_episodes < 1 or batch_size < 1:
         raise ValueError("num_episodes and batch_size must be >= 1")
@@ -68,12 +68,12 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
 
 @functools.lru_cache(maxsize=4)
 def trainer_record(model_dir: str):
-    """The :class:`~agentgym.train.checkpoint_record.CheckpointRecord` of a trainer checkpoint (None
+    """The :class:`~agentgym.train.run.checkpoint_record.CheckpointRecord` of a trainer checkpoint (None
     for any other directory), read once per directory, without its tensors (the optimizer state can
     be large). Callers only read it. Raises ``TrainerStateError`` naming the file when the record is
     damaged or unsafe to read."""
-    from agentgym.train.checkpoint_record import read_checkpoint
-    from agentgym.train.state_file import has_state
+    from agentgym.train.run.checkpoint_record import read_checkpoint
+    from agentgym.train.run.state_file import has_state
 
     return read_checkpoint(model_dir, tensors=False) if has_state(model_dir) else None
 
@@ -118,8 +118,8 @@ def trained_env_kwargs(model_dir: str, env_id: str, preset: str = "auto") -> dic
     """The env kwargs a model is evaluated with on ``env_id`` when ``--env-kwargs`` is not given:
     with ``preset="auto"`` those the checkpoint was trained with (reward mode aside: the
     observation and action options among them), else the ``tiny`` preset for the built-in tiny
-    models, else the env's own defaults (:mod:`agentgym.train.presets`)."""
-    from agentgym.train.presets import resolve_env_kwargs
+    models, else the env's own defaults (:mod:`agentgym.train.run.presets`)."""
+    from agentgym.train.run.presets import resolve_env_kwargs
 
     return resolve_env_kwargs(env_id, model_dir, preset)[1]
 
@@ -137,8 +137,8 @@ EVAL_NOTES = {
 
 def _parser() -> argparse.ArgumentParser:
     from agentgym.agents import SamplingConfig
-    from agentgym.train.config import EnvConfig, LayoutConfig, ModelConfig
-    from agentgym.train.flags import add_arguments
+    from agentgym.train.run.config import EnvConfig, LayoutConfig, ModelConfig
+    from agentgym.train.run.flags import add_arguments
 
     parser = argparse.ArgumentParser(prog="agentgym eval", description=__doc__, formatter_class=_HelpFormatter)
     parser.add_argument("--model", required=True,
@@ -165,7 +165,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from agentgym.agents import SamplingConfig
     from agentgym.settings import SettingError
-    from agentgym.train.config import LayoutConfig
+    from agentgym.train.run.config import LayoutConfig
 
     parser = _parser()
     args = parser.parse_args(argv)
@@ -177,9 +177,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import agentgym  # noqa: F401  registers the envs
     from agentgym.agents import HFPolicy, OpenAIPolicy
-    from agentgym.train.presets import check_preset, describe, resolve_env_kwargs
-    from agentgym.train.setup import parse_env_kwargs
-    from agentgym.train.state_file import TrainerStateError
+    from agentgym.train.run.presets import check_preset, describe, resolve_env_kwargs
+    from agentgym.train.run.helpers import parse_env_kwargs
+    from agentgym.train.run.state_file import TrainerStateError
 
     try:
         check_preset(args.preset)
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         from agentgym.agents.tiny import resolve_model_path
-        from agentgym.train.setup import load_model, load_tokenizer, resolve_device
+        from agentgym.train.run.helpers import load_model, load_tokenizer, resolve_device
 
         path = resolve_model_path(args.model, (args.env_id,))
         device = resolve_device(args.device)

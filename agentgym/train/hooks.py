@@ -32,7 +32,7 @@ exactly. ``agentgym eval`` rebuilds a checkpoint's extensions the same way
 ``load_state_dict``) and evaluates with their ``system_prompt``, printing ``system_prompt_note()``.
 :class:`Extensions` chains several in order.
 
-What an extension reads of the run is a typed :class:`~agentgym.train.run_view.RunView` (output
+What an extension reads of the run is a typed :class:`~agentgym.train.run.view.RunView` (output
 directory, sampling, layout, device and autocast, rank and world size, tokenizer): ``ctx.run`` in
 the step hooks, the ``run`` argument of ``build``.
 
@@ -50,7 +50,7 @@ import numpy as np
 
 from agentgym.agents.base import Policy
 from agentgym.train.rollout import Episode, GroupRequest
-from agentgym.train.run_view import RunView
+from agentgym.train.run.view import RunView
 from agentgym.train.samples import Sample
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ class StepContext:
     """Randomness of this step for the extension's own draws (seeded by run seed and step, so a
     resumed run draws the same)."""
     config: Any = None
-    """The run's whole :class:`agentgym.train.config.TrainConfig`, for code written before
+    """The run's whole :class:`agentgym.train.run.config.TrainConfig`, for code written before
     :attr:`run`; extensions read :attr:`run`."""
     info: dict = field(default_factory=dict)
     """Scratch space shared by the extensions of one step."""
@@ -97,7 +97,7 @@ class StepContext:
     """This process's :class:`agentgym.train.distributed.Dist` (rank, world size, collectives); None
     outside the training loop. ``group_size`` and ``num_groups`` are this rank's."""
     run: RunView | None = None
-    """The run's settings, typed (:class:`~agentgym.train.run_view.RunView`); made from
+    """The run's settings, typed (:class:`~agentgym.train.run.view.RunView`); made from
     ``config``, ``tokenizer`` and ``dist`` when not given, so it is never None."""
 
     def __post_init__(self) -> None:

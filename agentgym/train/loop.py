@@ -15,11 +15,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from agentgym.train.config import TrainConfig
+from agentgym.train.run.config import TrainConfig
 from agentgym.train.hooks import TrainerExtension
-from agentgym.train.run_setup import RunSetup, save, set_up
-from agentgym.train.run_setup import cold_start  # noqa: F401  (its import path before run_setup existed)
-from agentgym.train.run_state import RunState
+from agentgym.train.run.setup import RunSetup, save, set_up
+from agentgym.train.run.setup import cold_start  # noqa: F401  (its import path before run_setup existed)
+from agentgym.train.run.state import RunState
 
 
 @dataclass
@@ -47,7 +47,7 @@ def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=N
     the prompt it is trained with (GCD's current "Common mistakes" list)."""
     import torch
 
-    from agentgym.train.checkpoint import rng_state, set_rng_state
+    from agentgym.train.run.checkpoint import rng_state, set_rng_state
     from agentgym.train.evaluate import evaluate
 
     r = config.rollout

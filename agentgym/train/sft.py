@@ -4,7 +4,7 @@
 each episode out as the chat transcript the RL trainer will sample from (same template, same
 layout), and trains on the assistant tokens only (cross-entropy, token-mean). A sample whose
 prompt is longer than ``max_prompt_tokens`` is left out (and counted), as the RL rollout cuts such
-an episode; a run left with none stops with a :class:`~agentgym.train.config.ConfigError`.
+an episode; a run left with none stops with a :class:`~agentgym.train.run.config.ConfigError`.
 
 The tasks come from :func:`agentgym.train.tasks.cold_start_tasks`, and the model directory it
 writes records them in ``agentgym_sft.json``, so an RL run started from that directory leaves
@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agentgym.train.config import ConfigError, LayoutConfig, SFTRunConfig, to_dict
+from agentgym.train.run.config import ConfigError, LayoutConfig, SFTRunConfig, to_dict
 
 RECORD_FILE = "agentgym_sft.json"
 
@@ -208,9 +208,9 @@ def run_sft(cfg: SFTRunConfig) -> str:
     from agentgym.agents.tiny import resolve_model_path
     from agentgym.locks import lock_dir
     from agentgym.train.chat import ChatEncoder
-    from agentgym.train.metrics import MetricsLogger
-    from agentgym.train.setup import load_model, load_tokenizer, resolve_device, seed_everything
-    from agentgym.train.threads import set_cpu_threads
+    from agentgym.train.run.metrics import MetricsLogger
+    from agentgym.train.run.helpers import load_model, load_tokenizer, resolve_device, seed_everything
+    from agentgym.train.run.threads import set_cpu_threads
     from agentgym.train.update import autocast_context, masked_next_token_logits, pad_batch
 
     # ----- setup -----

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from agentgym.train.checkpoint_record import CheckpointRecord, read_checkpoint
+from agentgym.train.run.checkpoint_record import CheckpointRecord, read_checkpoint
 from agentgym.train.extensions import recorded_extensions
-from agentgym.train.run_state import RunState
-from agentgym.train.state_file import TrainerStateError, read_state, write_state
+from agentgym.train.run.state import RunState
+from agentgym.train.run.state_file import TrainerStateError, read_state, write_state
 
 MISTAKES = ["the action was invalid", "the query repeated an earlier one"]
 

@@ -3,8 +3,8 @@ bad split or env keyword is one line naming the flag, exit status 2."""
 
 import pytest
 
-from agentgym.train.config import ConfigError, SFTRunConfig, TrainConfig, build, parse
-from agentgym.train.env_check import check_env, env_keywords
+from agentgym.train.run.config import ConfigError, SFTRunConfig, TrainConfig, build, parse
+from agentgym.train.run.env_check import check_env, env_keywords
 
 
 def refused(cls, argv, capsys) -> str:

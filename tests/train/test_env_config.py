@@ -2,7 +2,7 @@
 
 import pytest
 
-from agentgym.train.config import ConfigError, EnvConfig
+from agentgym.train.run.config import ConfigError, EnvConfig
 from agentgym.vector import ProcessOptions, RayOptions, SyncOptions
 
 

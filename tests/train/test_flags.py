@@ -1,4 +1,4 @@
-"""The names of a run's settings (agentgym/train/flags.py): one flag and at most one flat name per
+"""The names of a run's settings (agentgym/train/run/flags.py): one flag and at most one flat name per
 setting, checked when a config class is defined; former spellings still parse."""
 
 from dataclasses import dataclass, field
@@ -6,8 +6,8 @@ from typing import Annotated, ClassVar
 
 import pytest
 
-from agentgym.train.config import TrainConfig, build, parse
-from agentgym.train.flags import Flat, FlagClash
+from agentgym.train.run.config import TrainConfig, build, parse
+from agentgym.train.run.flags import Flat, FlagClash
 
 
 @dataclass

@@ -13,14 +13,14 @@ import pytest
 
 from agentgym.agents.base import Completion
 from agentgym.train.chat import ChatEncoder
-from agentgym.train.config import TrainConfig, build
+from agentgym.train.run.config import TrainConfig, build
 from agentgym.train.extensions import GCD, GCDConfig
 from agentgym.train.gcd.correction import MISTAKES_HEADER
 from agentgym.train.gcd.external import JudgeUnavailable
 from agentgym.train.gcd.judge import judge_prompt
 from agentgym.train.hooks import Extensions, StepContext
 from agentgym.train.rollout import Episode, RolloutConfig, collect_episodes
-from agentgym.train.setup import make_env_batch
+from agentgym.train.run.helpers import make_env_batch
 from toy_env import ToyLookupEnv
 
 
@@ -254,7 +254,7 @@ def test_a_down_external_judge_is_a_logged_skip_or_a_clear_error_never_a_hang(ti
     ({"correction_min_readability": 1.5}, "--gcd.correction-min-readability must be in"),
 ])
 def test_bad_settings_name_the_flag(flags, message):
-    from agentgym.train.config import ConfigError
+    from agentgym.train.run.config import ConfigError
 
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         GCDConfig(**flags).validate()

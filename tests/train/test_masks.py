@@ -11,7 +11,7 @@ from agentgym.train.chat import ChatEncoder
 from agentgym.train.loss import LossConfig, policy_loss
 from agentgym.train.rollout import RolloutConfig, collect_episodes
 from agentgym.train.samples import episode_samples
-from agentgym.train.setup import make_env_batch
+from agentgym.train.run.helpers import make_env_batch
 from agentgym.train.update import pad_batch, sample_logprobs
 from toy_env import ToyLookupEnv
 
@@ -142,7 +142,7 @@ def test_a_cut_history_still_trains_on_exactly_what_was_generated(tiny, layout):
 
 
 def test_concat_refuses_a_template_that_rewrites_history(tiny_path):
-    from agentgym.train.setup import load_tokenizer
+    from agentgym.train.run.helpers import load_tokenizer
 
     tok = load_tokenizer(tiny_path)
     # like templates that drop old <think> blocks: earlier assistant turns render differently later

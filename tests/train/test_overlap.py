@@ -15,7 +15,7 @@ from agentgym.train.chat import ChatEncoder
 from agentgym.train.collector import Collector
 from agentgym.train.envs import EnvBatch
 from agentgym.train.rollout import GroupRequest, RolloutConfig, collect_episodes
-from agentgym.train.setup import make_env_batch
+from agentgym.train.run.helpers import make_env_batch
 from agentgym.vector import make_vec
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "vector"))

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from agentgym.agents.base import Completion
-from agentgym.train.config import ConfigError
+from agentgym.train.run.config import ConfigError
 from agentgym.train.extensions.ppo import PPOConfig, value_positions
 from agentgym.train.ppo import explained_variance, gae, value_loss, whiten
 from agentgym.train.rollout import Episode, Turn
@@ -57,7 +57,7 @@ def test_bad_ppo_settings_are_one_line_naming_the_flag(flags, message):
 
 
 def test_a_checkpoint_recorded_with_the_former_names_rebuilds_its_settings():
-    from agentgym.train.flags import from_recorded
+    from agentgym.train.run.flags import from_recorded
 
     cfg = from_recorded(PPOConfig, {"gamma": 0.9, "lam": 0.8, "value_clip": 0.2})
     assert (cfg.gae_gamma, cfg.gae_lambda, cfg.value_clip) == (0.9, 0.8, 0.2)

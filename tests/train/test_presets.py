@@ -1,4 +1,4 @@
-"""Env presets (agentgym.train.presets): a real checkpoint trains on the env's own defaults, the
+"""Env presets (agentgym.train.run.presets): a real checkpoint trains on the env's own defaults, the
 built-in tiny models on the `tiny` preset, `--env-kwargs` merges over the preset key by key, and
 the kwargs a run resolved are printed and replayed by evaluation."""
 
@@ -12,8 +12,8 @@ import gymnasium as gym
 import pytest
 
 import agentgym  # noqa: F401  registers the envs
-from agentgym.train.config import SFTRunConfig, TrainConfig, build, parse
-from agentgym.train.presets import TINY_MODELS, preset_kwargs
+from agentgym.train.run.config import SFTRunConfig, TrainConfig, build, parse
+from agentgym.train.run.presets import TINY_MODELS, preset_kwargs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY_TOOLQA = preset_kwargs("tiny", "ToolQA-v0")
@@ -125,7 +125,7 @@ def test_vspo_on_a_checkpoint_directory_prints_and_records_the_envs_defaults(che
     """`trainers/vspo.py --model DIR`, one step: the startup line names the preset and the env
     kwargs, the checkpoint records them, and `agentgym eval` replays them."""
     from agentgym.train.evaluate import recorded_env_kwargs
-    from agentgym.train.state_file import read_state, write_state
+    from agentgym.train.run.state_file import read_state, write_state
 
     env = {**os.environ, "PYTHONPATH": ROOT}
     run = subprocess.run([sys.executable, os.path.join(ROOT, "trainers", "vspo.py"), "--model", checkpoint,

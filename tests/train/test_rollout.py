@@ -6,7 +6,7 @@ import torch
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.train.chat import ChatEncoder
 from agentgym.train.rollout import RolloutConfig, collect_episodes
-from agentgym.train.setup import make_env_batch
+from agentgym.train.run.helpers import make_env_batch
 
 ENV_KWARGS = {"question_kinds": ["single_hop"], "max_turns": 2}
 

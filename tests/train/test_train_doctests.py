@@ -6,12 +6,12 @@ import importlib
 import pytest
 
 MODULES = ["agentgym.train.advantages", "agentgym.train.vspo", "agentgym.train.dapo", "agentgym.train.gigpo",
-           "agentgym.train.tasks", "agentgym.train.config", "agentgym.train.flags", "agentgym.train.distributed",
+           "agentgym.train.tasks", "agentgym.train.run.config", "agentgym.train.run.flags", "agentgym.train.distributed",
            "agentgym.rewards.prs", "agentgym.train.gcd.labels", "agentgym.train.gcd.judge",
            "agentgym.train.gcd.correction", "agentgym.train.gcd.external", "agentgym.train.gcd.steps",
            "agentgym.train.gcd.coldstart", "agentgym.train.gcd.readability", "agentgym.train.gcd.correction_source",
-           "agentgym.train.sft", "agentgym.train.expert", "agentgym.train.presets", "agentgym.train.run_state",
-           "agentgym.train.run_view", "agentgym.train.ppo"]
+           "agentgym.train.sft", "agentgym.train.expert", "agentgym.train.run.presets", "agentgym.train.run.state",
+           "agentgym.train.run.view", "agentgym.train.ppo", "agentgym.train.moved"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -6,14 +6,14 @@ import pytest
 from scipy.stats import chisquare
 
 from agentgym.train.vspo import (
-    TaskRecord,
-    ValueBuffer,
-    groups_to_replace,
-    is_zero_advantage,
-    reuse_scale,
-    smooth_advantages,
-    task_value,
-)
+                                 TaskRecord,
+                                 ValueBuffer,
+                                 groups_to_replace,
+                                 is_zero_advantage,
+                                 reuse_scale,
+                                 smooth_advantages,
+                                 task_value,
+                                 )
 
 
 def test_task_value_by_hand():

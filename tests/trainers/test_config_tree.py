@@ -1,4 +1,4 @@
-"""Each setting is declared once (agentgym/train/config.py): the runtime takes the parsed groups as
+"""Each setting is declared once (agentgym/train/run/config.py): the runtime takes the parsed groups as
 they are, so a flag reaches every place that uses its setting."""
 
 from dataclasses import fields
@@ -11,9 +11,9 @@ import gigpo
 import ppo
 import vspo
 from agentgym.agents import Completion, Policy, SamplingConfig
-from agentgym.train import config as cfgmod
-from agentgym.train.config import SFTRunConfig, TrainConfig, build, parse
-from agentgym.train.flags import settings
+from agentgym.train.run import config as cfgmod
+from agentgym.train.run.config import SFTRunConfig, TrainConfig, build, parse
+from agentgym.train.run.flags import settings
 from trainer_helpers import TOOLQA_SMALL
 
 

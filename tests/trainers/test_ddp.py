@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from agentgym.train.config import ConfigError, TrainConfig, build, parse
+from agentgym.train.run.config import ConfigError, TrainConfig, build, parse
 from agentgym.train.distributed import Dist, reduce_metrics
 from trainer_helpers import TOOLQA_SMALL, small_config
 
@@ -33,7 +33,7 @@ def test_num_groups_must_split_into_whole_groups_per_process(monkeypatch, capsys
 
 
 def test_fsdp_needs_a_launcher_and_an_rl_trainer(monkeypatch):
-    from agentgym.train.config import SFTRunConfig
+    from agentgym.train.run.config import SFTRunConfig
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     with pytest.raises(ConfigError, match="--fsdp shards the model across processes: launch with `torchrun"):
@@ -125,7 +125,7 @@ def _two_rank_worker(rank, port, tiny_path, out_dir):
     import torch.distributed as td
 
     from agentgym.train import fsdp
-    from agentgym.train.setup import load_model, load_tokenizer
+    from agentgym.train.run.helpers import load_model, load_tokenizer
 
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
@@ -164,7 +164,7 @@ def test_one_step_on_two_ranks_is_the_one_process_step(tmp_path, tiny_path):
     mean over both ranks' samples and the head's summed gradient give one process's step. About 25 s."""
     import torch.multiprocessing as mp
 
-    from agentgym.train.setup import load_model, load_tokenizer
+    from agentgym.train.run.helpers import load_model, load_tokenizer
 
     samples, ref = _samples(len(load_tokenizer(tiny_path)))
     model = load_model(tiny_path, "cpu")

@@ -11,9 +11,9 @@ pytest.importorskip("alfworld")
 
 from agentgym.envs.alfworld.generate import generate
 from agentgym.train.chat import ChatEncoder
-from agentgym.train.config import TrainConfig, build
+from agentgym.train.run.config import TrainConfig, build
 from agentgym.train.expert import expert_episode
-from agentgym.train.setup import load_tokenizer
+from agentgym.train.run.helpers import load_tokenizer
 
 OPTIONS = {"observation": "history+admissible", "history": 2, "action_format": "choice"}
 

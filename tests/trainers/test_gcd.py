@@ -16,11 +16,11 @@ import torch
 from safetensors.torch import load_file
 
 import gcd
-from agentgym.train.config import SFTRunConfig, build
+from agentgym.train.run.config import SFTRunConfig, build
 from agentgym.train.gcd.correction import MISTAKES_HEADER
 from agentgym.train.gcd.judge import parse_verdict
 from agentgym.train.sft import _recipe, read_record, run_sft
-from agentgym.train.state_file import read_state
+from agentgym.train.run.state_file import read_state
 from trainer_helpers import TOOLQA_SMALL, small_config
 
 VOLATILE = ("time/", "tokens_per_second")
@@ -118,7 +118,7 @@ def test_gcd_runs_alfworld_in_the_window_layout(tmp_path):
 def test_cold_start_mixes_balanced_judge_samples_and_keeps_the_old_recipe_without(tmp_path, capsys):
     from agentgym.agents.tiny import resolve_model_path
     from agentgym.train.chat import ChatEncoder
-    from agentgym.train.setup import load_tokenizer
+    from agentgym.train.run.helpers import load_tokenizer
     from agentgym.train.sft import judge_samples
 
     kw = dict(model="tiny", env_kwargs=TOOLQA_SMALL, num_episodes=8, seed=0, progress=False, tensorboard=False)
@@ -174,7 +174,7 @@ def test_held_out_evaluation_and_agentgym_eval_use_the_trained_list(tmp_path, ca
 
 
 def test_correction_source_flag_takes_its_three_values_and_names_itself_when_wrong(capsys):
-    from agentgym.train.config import parse
+    from agentgym.train.run.config import parse
 
     for value in ("auto", "model", "offline"):
         cfg = parse(gcd.GCDTrainConfig, ["--gcd.correction-source", value, "--gcd.correction-min-readability", "0.7"])

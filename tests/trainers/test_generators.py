@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file
 
 from agentgym.agents import HFPolicy, OpenAIRequestError, SamplingConfig
-from agentgym.train.config import ConfigError, vllm_installed
+from agentgym.train.run.config import ConfigError, vllm_installed
 from agentgym.train.generators import GeneratorError, ServerGenerator
 from agentgym.train.hooks import TrainerExtension
 from agentgym.train.loop import train

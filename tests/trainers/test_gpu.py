@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import grpo
-from agentgym.train.config import TrainConfig, build
+from agentgym.train.run.config import TrainConfig, build
 from trainer_helpers import TOOLQA_SMALL
 
 pytestmark = [pytest.mark.gpu,

@@ -19,8 +19,8 @@ import grpo
 import sft
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.train.evaluate import evaluate
-from agentgym.train.setup import load_model, load_tokenizer
-from agentgym.train.config import SFTRunConfig, TrainConfig, build
+from agentgym.train.run.helpers import load_model, load_tokenizer
+from agentgym.train.run.config import SFTRunConfig, TrainConfig, build
 from trainer_helpers import TOOLQA_SMALL
 
 SAMPLING = SamplingConfig(max_new_tokens=40, temperature=1.0)

@@ -15,7 +15,7 @@ import grpo
 import vspo
 from agentgym.train.sft import read_record
 from agentgym.train.tasks import TaskStream
-from agentgym.train.state_file import read_state
+from agentgym.train.run.state_file import read_state
 from trainer_helpers import TOOLQA_SMALL, small_config
 
 VOLATILE = ("time/", "tokens_per_second")
@@ -136,7 +136,7 @@ def test_a_bad_flag_is_one_line_naming_it(flags, message):
 
 
 def test_bare_resume_means_auto_and_env_kwargs_default_per_env():
-    from agentgym.train.config import TrainConfig, parse
+    from agentgym.train.run.config import TrainConfig, parse
 
     assert parse(TrainConfig, ["--resume"]).run.resume == "auto"
     assert parse(TrainConfig, ["--resume", "--num-steps", "3"]).run.resume == "auto"

@@ -7,7 +7,7 @@ import pytest
 
 import sft
 from agentgym.locks import DirectoryInUse
-from agentgym.train.config import SFTRunConfig, build
+from agentgym.train.run.config import SFTRunConfig, build
 from agentgym.train.loop import train
 from trainer_helpers import TOOLQA_SMALL, small_config
 

@@ -7,9 +7,9 @@ from agentgym.cli import main as cli_main
 from agentgym.train.chat import ChatEncoder
 from agentgym.train.evaluate import evaluate
 from agentgym.train.expert import expert_episode
-from agentgym.train.metrics import read_metrics
-from agentgym.train.setup import load_tokenizer
-from agentgym.train.config import SFTRunConfig, build
+from agentgym.train.run.metrics import read_metrics
+from agentgym.train.run.helpers import load_tokenizer
+from agentgym.train.run.config import SFTRunConfig, build
 from trainer_helpers import TOOLQA_SMALL
 
 
@@ -65,10 +65,10 @@ def test_evaluate_through_an_openai_compatible_endpoint(chat_server):
 
 
 def test_eval_cli_plays_with_the_env_kwargs_the_checkpoint_was_trained_with(tmp_path):
-    from agentgym.train.config import TrainConfig
+    from agentgym.train.run.config import TrainConfig
     from agentgym.train.evaluate import trained_env_kwargs
     from agentgym.train.loop import train
-    from agentgym.train.presets import preset_kwargs
+    from agentgym.train.run.presets import preset_kwargs
 
     train(build(TrainConfig, env_kwargs='{"question_kinds": ["single_hop"], "max_turns": 1}', num_steps=1,
                 num_groups=1, group_size=2, max_new_tokens=4, cold_start_steps=0, eval_episodes=0, progress=False,
@@ -114,7 +114,7 @@ def test_chatty_answers_rewrite_that_share_of_the_expert_answers_and_nothing_els
 
 def test_a_cold_start_whose_every_prompt_is_over_the_cap_stops_with_one_line(tmp_path):
     import pytest
-    from agentgym.train.config import ConfigError
+    from agentgym.train.run.config import ConfigError
 
     # ~12 KB of system prompt is ~3,800 tokens, past the default --max-prompt-tokens 3072 (a 117 KB
     # one made SFT ask for 42 GB in attention)

@@ -1,6 +1,6 @@
 """Shared settings of the trainer tests (a uniquely named module: every test dir has a conftest)."""
 
-from agentgym.train.config import TrainConfig, build
+from agentgym.train.run.config import TrainConfig, build
 
 # single-hop ToolQA, two turns: cheap episodes a tiny model can learn the format of (with --preset
 # none, so these are the env kwargs and nothing else)

@@ -1,5 +1,5 @@
 """The methods built on the GRPO loop, each a :class:`~agentgym.train.hooks.TrainerExtension`
-with a config dataclass the trainer scripts add to :class:`~agentgym.train.config.TrainConfig`.
+with a config dataclass the trainer scripts add to :class:`~agentgym.train.run.config.TrainConfig`.
 
 - :mod:`.vspo`: VSPO, value-based resampling of zero-advantage groups and value-smoothing clipping.
 - :mod:`.gigpo`: GiGPO, step groups by anchor state and ``A = A_episode + omega * A_step``.
@@ -23,7 +23,7 @@ from agentgym.train.extensions.gcd import GCD, GCDConfig, gcd_extensions
 from agentgym.train.extensions.gigpo import GiGPO, GiGPOConfig
 from agentgym.train.extensions.ppo import PPO, PPOConfig
 from agentgym.train.extensions.vspo import VSPO, VSPOConfig
-from agentgym.train.flags import from_recorded
+from agentgym.train.run.flags import from_recorded
 from agentgym.train.hooks import Extensions
 
 BY_NAME = {"vspo": (VSPO, VSPOConfig), "gigpo": (GiGPO, GiGPOConfig), "dapo": (DAPO, DAPOConfig),
@@ -37,7 +37,7 @@ def recorded_extensions(config: Mapping[str, Any], state: Mapping[str, Any]) -> 
     ``CheckpointRecord.config``) and loaded with their recorded ``state`` (by name): what evaluation
     needs to prompt a checkpoint as its training did. Extensions this package does not define (a
     user's own) are left out; settings a newer or older version does not know are ignored, and a
-    setting recorded under its former name is read as the current one (:func:`~agentgym.train.flags.from_recorded`)."""
+    setting recorded under its former name is read as the current one (:func:`~agentgym.train.run.flags.from_recorded`)."""
     rebuilt = []
     for name in state:
         if name not in BY_NAME:

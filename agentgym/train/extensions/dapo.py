@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from agentgym.train.config import ConfigError
+from agentgym.train.run.config import ConfigError
 from agentgym.train.dapo import dynamic_sampling_mask
 from agentgym.train.hooks import StepContext, TrainerExtension
 from agentgym.train.rollout import Episode, by_group

@@ -32,7 +32,7 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from agentgym.train.config import ConfigError, LossConfig
+from agentgym.train.run.config import ConfigError, LossConfig
 from agentgym.train.gcd.correction import CorrectionState, mistakes_summary_prompt, parse_mistakes
 from agentgym.train.gcd.correction_source import CORRECTION_SOURCES, MistakesChoice, choose_mistakes, env_text
 from agentgym.train.gcd.judge import critique_of, judge_prompt, judge_reward, parse_verdict
@@ -128,7 +128,7 @@ class GCDConfig:
             raise ConfigError(f"--gcd.judge-url must be an http(s) URL ending in /v1, got {self.judge_url!r}")
 
     def loss_config(self) -> LossConfig:
-        """The judge samples' :class:`~agentgym.train.config.LossConfig` (checked with the config's
+        """The judge samples' :class:`~agentgym.train.run.config.LossConfig` (checked with the config's
         other groups: ``--gcd.judge-loss.*``)."""
         return self.judge_loss
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from agentgym.train.config import ConfigError
+from agentgym.train.run.config import ConfigError
 from agentgym.train.gigpo import combine_advantages, step_group_advantages
 from agentgym.train.hooks import TrainerExtension
 from agentgym.train.rollout import Episode

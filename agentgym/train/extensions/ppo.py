@@ -23,11 +23,11 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
-from agentgym.train.config import ConfigError
+from agentgym.train.run.config import ConfigError
 from agentgym.train.hooks import MicroBatch, StepContext, TrainerExtension
 from agentgym.train.ppo import explained_variance, gae, value_loss, whiten
 from agentgym.train.rollout import Episode
-from agentgym.train.run_view import RunView
+from agentgym.train.run.view import RunView
 from agentgym.train.samples import Sample, episode_samples
 
 

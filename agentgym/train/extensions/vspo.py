@@ -22,7 +22,7 @@ from typing import Literal
 
 import numpy as np
 
-from agentgym.train.config import ConfigError
+from agentgym.train.run.config import ConfigError
 from agentgym.train.hooks import StepContext, TrainerExtension
 from agentgym.train.rollout import Episode, GroupRequest, by_group
 from agentgym.train.vspo import ValueBuffer, groups_to_replace, is_zero_advantage, smooth_advantages

@@ -4,8 +4,8 @@ and restores it.
 :func:`set_up` builds the model (after the tiny model's cold start), the reference model, the
 optimizer, the generator, the env batch and its collector, the task stream and the PRS schedule,
 and, with ``--resume``, restores the checkpoint into them; it returns them as a :class:`RunSetup`
-and the run's :class:`~agentgym.train.run_state.RunState`. :func:`save` writes the run's
-:class:`~agentgym.train.checkpoint_record.CheckpointRecord`; :func:`restore` reads one back.
+and the run's :class:`~agentgym.train.run.state.RunState`. :func:`save` writes the run's
+:class:`~agentgym.train.run.checkpoint_record.CheckpointRecord`; :func:`restore` reads one back.
 
 The order of the steps is part of the contract: weights are loaded and the envs made before the
 checkpoint's random streams are restored, so whatever randomness building them draws, a resumed run
@@ -20,11 +20,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from agentgym.train.checkpoint_record import CheckpointRecord
-from agentgym.train.config import TINY_MODELS, ConfigError, TrainConfig, to_dict
+from agentgym.train.run.checkpoint_record import CheckpointRecord
+from agentgym.train.run.config import TINY_MODELS, ConfigError, TrainConfig, to_dict
 from agentgym.train.hooks import Extensions, StepContext, TrainerExtension
-from agentgym.train.run_state import RunState
-from agentgym.train.run_view import RunView
+from agentgym.train.run.state import RunState
+from agentgym.train.run.view import RunView
 
 
 @dataclass
@@ -60,10 +60,10 @@ class RunSetup:
     """the :class:`agentgym.rewards.prs.PRSSchedule`"""
     extensions: Extensions
     logger: Any = None
-    """the :class:`agentgym.train.metrics.MetricsLogger` (rank 0 only)"""
+    """the :class:`agentgym.train.run.metrics.MetricsLogger` (rank 0 only)"""
     dir_lock: Any = None
     view: RunView | None = None
-    """what the extensions read of the run (:class:`~agentgym.train.run_view.RunView`)"""
+    """what the extensions read of the run (:class:`~agentgym.train.run.view.RunView`)"""
 
     @property
     def policy(self):
@@ -132,13 +132,13 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     from agentgym.rewards.prs import PRSSchedule
     from agentgym.train import fsdp
     from agentgym.train.chat import ChatEncoder
-    from agentgym.train.checkpoint import resume_point
+    from agentgym.train.run.checkpoint import resume_point
     from agentgym.train.collector import Collector
     from agentgym.train.distributed import init_distributed
     from agentgym.train.generators import make_generator
-    from agentgym.train.metrics import MetricsLogger
-    from agentgym.train.setup import load_model, load_tokenizer, make_env_batch, resolve_device, seed_everything
-    from agentgym.train.threads import set_cpu_threads
+    from agentgym.train.run.metrics import MetricsLogger
+    from agentgym.train.run.helpers import load_model, load_tokenizer, make_env_batch, resolve_device, seed_everything
+    from agentgym.train.run.threads import set_cpu_threads
 
     config.validate()
     ext = extensions if isinstance(extensions, Extensions) else Extensions(
@@ -208,9 +208,9 @@ def restore(run: RunSetup, record: CheckpointRecord) -> RunState:
     Each rank takes its own extension state and random streams when the checkpoint has them (the
     same rank count); otherwise rank 0's extension state, and fresh streams for the ranks past 0."""
     from agentgym.train import fsdp
-    from agentgym.train.checkpoint import set_rng_state
+    from agentgym.train.run.checkpoint import set_rng_state
     from agentgym.train.distributed import stream_seed
-    from agentgym.train.setup import seed_everything
+    from agentgym.train.run.helpers import seed_everything
 
     if run.config.model.fsdp:
         fsdp.load_optimizer_state(run.model, run.optimizer, record.optimizer)
@@ -233,7 +233,7 @@ def save(run: RunSetup, state: RunState) -> None:
     """Checkpoint the run after ``state.step`` steps. Every rank calls it (each rank's extension
     state and random streams are gathered, FSDP gathers the full weights); rank 0 writes."""
     from agentgym.train import fsdp
-    from agentgym.train.checkpoint import rng_state, write_checkpoint
+    from agentgym.train.run.checkpoint import rng_state, write_checkpoint
 
     dist = run.dist
     per_rank = dist.all_gather({"extension": run.extensions.state_dict(), "rng": rng_state()})

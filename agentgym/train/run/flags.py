@@ -1,6 +1,6 @@
 """The names of a run's settings: one flag and at most one flat name per setting.
 
-A run's config (:class:`~agentgym.train.config.TrainConfig`, ``SFTRunConfig``) is a tree of
+A run's config (:class:`~agentgym.train.run.config.TrainConfig`, ``SFTRunConfig``) is a tree of
 dataclass groups. A group annotated :data:`Flat` gives its settings flags without a prefix
 (``--num-steps``, and ``--temperature`` from the sampling group inside the rollout group); any other
 group gives them its own name as a prefix (``--vspo.eta``, ``--cold-start.num-steps``,
@@ -307,7 +307,7 @@ def build(config_cls: type[C], _default: C | None = None, **values: Any) -> C:
     settings can also be given as a dict (``cold_start={"num_steps": 0}``); a former name works
     where the group's settings are named (``cold_start_steps=0``, ``gcd={"judge_beta": 0.1}``).
 
-    >>> from agentgym.train.config import TrainConfig
+    >>> from agentgym.train.run.config import TrainConfig
     >>> config = build(TrainConfig, num_steps=5, group_size=4, temperature=0.5, cold_start_steps=0)
     >>> config.rollout.group_size, config.rollout.sampling.temperature, config.cold_start.num_steps
     (4, 0.5, 0)

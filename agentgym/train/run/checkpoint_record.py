@@ -1,8 +1,8 @@
 """What an RL trainer's checkpoint records beside its weights, as one typed object, and the one
 function that reads it.
 
-A checkpoint step directory (:mod:`agentgym.train.checkpoint`) holds the model as
-``save_pretrained`` wrote it and a trainer state (:mod:`agentgym.train.state_file`) whose tree is:
+A checkpoint step directory (:mod:`agentgym.train.run.checkpoint`) holds the model as
+``save_pretrained`` wrote it and a trainer state (:mod:`agentgym.train.run.state_file`) whose tree is:
 
 .. code-block:: text
 
@@ -11,7 +11,7 @@ A checkpoint step directory (:mod:`agentgym.train.checkpoint`) holds the model a
     rng                   the saving process's random streams (python, numpy, torch, cuda)
     extra
       data_position, episodes_played, train_seconds, evaluation, eval_curve,
-      prs_schedule, extension      the run's RunState (agentgym.train.run_state)
+      prs_schedule, extension      the run's RunState (agentgym.train.run.state)
       config              the run's config as a plain dict (every flag)
       env_kwargs          the env kwargs every env was made with (reward_mode included)
       method              the trainer's name (grpo, vspo, gcd-gigpo...)
@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from agentgym.train.run_state import STATE_KEYS, RunState
-from agentgym.train.state_file import TrainerStateError, read_state
+from agentgym.train.run.state import STATE_KEYS, RunState
+from agentgym.train.run.state_file import TrainerStateError, read_state
 
 
 @dataclass
@@ -42,7 +42,7 @@ class CheckpointRecord:
     state: RunState
     """where the run stood when the checkpoint was saved"""
     config: dict[str, Any] = field(default_factory=dict)
-    """the run's config as :func:`agentgym.train.config.to_dict` wrote it (groups ``env``, ``model``,
+    """the run's config as :func:`agentgym.train.run.config.to_dict` wrote it (groups ``env``, ``model``,
     ``rollout``, ``optim``, ``run``, ``eval`` and a method's own, e.g. ``gcd``)"""
     method: str = ""
     """the trainer that wrote it (``grpo``, ``vspo``, ``gcd-gigpo``...; empty when unrecorded)"""
@@ -85,8 +85,8 @@ class CheckpointRecord:
             return None
         if self.env_kwargs is not None:
             return dict(self.env_kwargs)
-        from agentgym.train.presets import LEGACY_DEFAULTS, resolve_env_kwargs
-        from agentgym.train.setup import parse_env_kwargs
+        from agentgym.train.run.presets import LEGACY_DEFAULTS, resolve_env_kwargs
+        from agentgym.train.run.helpers import parse_env_kwargs
 
         env = self.config.get("env") or {}
         if "preset" in env:
@@ -97,7 +97,7 @@ class CheckpointRecord:
         return {**kwargs, "reward_mode": env.get("reward_mode", "prs")}
 
     def state_dict(self) -> dict[str, Any]:
-        """The trainer-state tree :func:`agentgym.train.state_file.write_state` writes."""
+        """The trainer-state tree :func:`agentgym.train.run.state_file.write_state` writes."""
         run = self.state.state_dict()
         extra: dict[str, Any] = {k: v for k, v in run.items() if k != "step"}
         extra.update({"config": self.config, "method": self.method, "cold_start_tasks": list(self.cold_start_tasks)})
@@ -143,7 +143,7 @@ class CheckpointRecord:
 
     def __getitem__(self, key: str) -> Any:
         """The trainer-state tree's entries (``record["extra"]["data_position"]``), for code written
-        against the untyped state that :func:`agentgym.train.checkpoint.resume_point` once returned."""
+        against the untyped state that :func:`agentgym.train.run.checkpoint.resume_point` once returned."""
         return self.state_dict()[key]
 
 
@@ -152,7 +152,7 @@ def read_checkpoint(path: str | os.PathLike, tensors: bool = True) -> Checkpoint
     leaderboard read. ``tensors=False`` leaves out the tensors (the optimizer's moments: the record
     is then for reading settings, not for resuming).
 
-    Reads nothing that can run code (:func:`agentgym.train.state_file.read_state`, which also reads a
+    Reads nothing that can run code (:func:`agentgym.train.run.state_file.read_state`, which also reads a
     legacy ``trainer_state.pt`` safely); raises :class:`TrainerStateError` naming the file when the
     state is missing, damaged, unsafe, or lacks an entry a resume needs."""
     return CheckpointRecord.from_state_dict(read_state(path, tensors=tensors), path, resumable=tensors)

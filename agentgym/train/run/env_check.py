@@ -3,7 +3,7 @@ env made with them once, and the splits the run draws its tasks from.
 
 Without it a misspelt keyword or split surfaces minutes into a run (after the model is loaded and
 a cold start trained) as a stack trace from deep inside the env. Here it is one line naming the
-flag (:class:`agentgym.train.config.ConfigError`). An env made for the check is closed at once;
+flag (:class:`agentgym.train.run.config.ConfigError`). An env made for the check is closed at once;
 envs are cheap to make (engines start at the first reset), and a check that passed is remembered
 for the process, so validating a config twice makes its env once.
 """
@@ -48,13 +48,13 @@ def _one_line(error: BaseException) -> str:
 
 def check_env(env_id: str, kwargs: Mapping[str, Any], splits: Mapping[str, str],
               kwargs_flag: str = "--env-kwargs") -> None:
-    """Raise :class:`~agentgym.train.config.ConfigError` when ``env_id`` cannot be made with
+    """Raise :class:`~agentgym.train.run.config.ConfigError` when ``env_id`` cannot be made with
     ``kwargs``, or one of ``splits`` (flag -> split name) is not a split it has. Envs that cannot
     list their tasks (``task_ids`` returns None) have their splits checked at the first reset."""
     import gymnasium as gym
 
     import agentgym  # noqa: F401  registers the envs
-    from agentgym.train.config import ConfigError
+    from agentgym.train.run.config import ConfigError
 
     try:
         key = json.dumps([env_id, kwargs, sorted(splits.items())], sort_keys=True)

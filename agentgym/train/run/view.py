@@ -4,7 +4,7 @@ Extensions (:mod:`agentgym.train.hooks`) get a :class:`RunView` instead of the r
 so a method depends on the few settings it uses (where the run writes, how it samples, its device
 and autocast, its place among the ``torchrun`` processes, the tokenizer), each with its type, and
 a change to how the config is declared does not reach into every method. The loop makes it once
-(:func:`agentgym.train.run_setup.set_up`) and hands the same object to every hook.
+(:func:`agentgym.train.run.setup.set_up`) and hands the same object to every hook.
 
 >>> view = RunView.of(None)
 >>> view.output_dir is None, view.sampling.temperature, view.is_main, view.world_size
@@ -59,9 +59,9 @@ class RunView:
     @classmethod
     def of(cls, config: Any = None, *, tokenizer: Any = None, device: str = "cpu", bf16: bool = False,
            dist: Dist | None = None) -> "RunView":
-        """The view of a :class:`~agentgym.train.config.TrainConfig` (None: its defaults, writing
+        """The view of a :class:`~agentgym.train.run.config.TrainConfig` (None: its defaults, writing
         nowhere), with what only the running loop knows: the tokenizer, device, autocast, ``dist``."""
-        from agentgym.train.config import TrainConfig
+        from agentgym.train.run.config import TrainConfig
 
         c = config if config is not None else TrainConfig()
         r, o = c.rollout, c.optim

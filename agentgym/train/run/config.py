@@ -10,7 +10,7 @@ settings, one :class:`~agentgym.agents.SamplingConfig`), optim (which holds the 
 and the run basics (:class:`BaseRunConfig`, which the RL run's settings extend). A method adds
 one group of its own (``vspo: VSPOConfig``), whose flags carry its prefix (``--vspo.eta``). How
 names are given and kept unique, and the former spellings still accepted, is
-:mod:`agentgym.train.flags`.
+:mod:`agentgym.train.run.flags`.
 
 Every setting is checked when the command line is parsed (:func:`parse`), TRL style: a user's
 mistake is one line naming the flag, not a stack trace. Programs that build a config in code get
@@ -34,9 +34,9 @@ from agentgym.prompts import MAX_ACTION_CHARS, check_max_action_chars
 from agentgym.settings import SettingError, check_on_init, checks_deferred
 from agentgym.train.chat import LAYOUTS
 from agentgym.train.distributed import launched_world_size
-from agentgym.train.flags import (ConfigTree, Flat, Grouped, Hidden, build, flag_rows, flag_table,  # noqa: F401
-                                  former_flags_note, groups, rewrite_former_flags)
-from agentgym.train.presets import TINY_MODELS
+from agentgym.train.run.flags import (ConfigTree, Flat, Grouped, Hidden, build, flag_rows, flag_table,  # noqa: F401
+                                      former_flags_note, groups, rewrite_former_flags)
+from agentgym.train.run.presets import TINY_MODELS
 from agentgym.vector.options import BackendOptions, ProcessOptions, RayOptions, SyncOptions, WorkerOptions
 
 
@@ -46,8 +46,8 @@ class ConfigError(ValueError):
 
 def default_env_kwargs(env_id: str, model: str | None = "tiny-wide", preset: str = "auto") -> dict[str, Any]:
     """The env kwargs a run of ``model`` on ``env_id`` uses when ``--env-kwargs`` is not given
-    (:mod:`agentgym.train.presets`)."""
-    from agentgym.train.presets import resolve_env_kwargs
+    (:mod:`agentgym.train.run.presets`)."""
+    from agentgym.train.run.presets import resolve_env_kwargs
 
     return resolve_env_kwargs(env_id, model, preset)[1]
 
@@ -126,15 +126,15 @@ class EnvConfig:
 
     def overrides(self) -> dict[str, Any]:
         """``--env-kwargs`` as a dict ({} when not given)."""
-        from agentgym.train.setup import parse_env_kwargs
+        from agentgym.train.run.helpers import parse_env_kwargs
 
         return parse_env_kwargs(self.env_kwargs)
 
     def resolve(self, model: str | None) -> tuple[str, dict[str, Any]]:
         """``(preset, env kwargs)`` of a run of ``model``: the preset ``--preset`` picks for it (or
-        ``recorded``, see :mod:`agentgym.train.presets`) and its kwargs with ``--env-kwargs`` merged
+        ``recorded``, see :mod:`agentgym.train.run.presets`) and its kwargs with ``--env-kwargs`` merged
         over them, ``reward_mode`` not included."""
-        from agentgym.train.presets import resolve_env_kwargs
+        from agentgym.train.run.presets import resolve_env_kwargs
 
         return resolve_env_kwargs(self.env_id, model, self.preset, self.overrides())
 
@@ -145,7 +145,7 @@ class EnvConfig:
 
     def describe(self, model: str | None) -> str:
         """The startup line's text: the env, the preset and every env kwarg."""
-        from agentgym.train.presets import describe
+        from agentgym.train.run.presets import describe
 
         preset, _ = self.resolve(model)
         return describe(self.env_id, preset, self.kwargs(model), self.preset)
@@ -160,7 +160,7 @@ class EnvConfig:
             close = [k for k in known if self.env_id.lower() in k.lower() or k.lower() in self.env_id.lower()]
             hint = f"; did you mean {close[0]!r}?" if close else "; `agentgym list` prints the env ids"
             raise ConfigError(f"--env-id {self.env_id!r} is not a registered env{hint}")
-        from agentgym.train.presets import check_preset
+        from agentgym.train.run.presets import check_preset
 
         try:
             check_preset(self.preset)
@@ -197,8 +197,8 @@ class EnvConfig:
     def check_env(self, model: str | None, eval_split: str | None = None) -> None:
         """Make the env once with the kwargs of a run of ``model`` and check that ``split`` (and
         ``eval_split``) are its splits, so a bad setting stops the run before a model is built
-        (:mod:`agentgym.train.env_check`)."""
-        from agentgym.train.env_check import check_env
+        (:mod:`agentgym.train.run.env_check`)."""
+        from agentgym.train.run.env_check import check_env
 
         try:
             kwargs = self.kwargs(model)
