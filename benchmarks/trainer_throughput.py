@@ -44,9 +44,9 @@ ENV_KWARGS = {"question_kinds": ["single_hop"], "max_turns": 3}
 def _grpo_batch(model, tokenizer, groups, group_size, max_new_tokens, layout="concat", env_kwargs=None, seed=0):
     from agentgym.agents import HFPolicy, SamplingConfig
     from agentgym.train.advantages import group_advantages
-    from agentgym.train.chat import ChatEncoder
-    from agentgym.train.rollout import RolloutConfig, collect_episodes
-    from agentgym.train.samples import episode_samples
+    from agentgym.train.rollout.chat import ChatEncoder
+    from agentgym.train.rollout.episodes import RolloutConfig, collect_episodes
+    from agentgym.train.rollout.samples import episode_samples
     from agentgym.train.run.helpers import make_env_batch, task_seed
 
     sampling = SamplingConfig(max_new_tokens=max_new_tokens)
@@ -308,8 +308,8 @@ def _overlap_on(env_id, policy, tok, args):
     """The overlap part on one env: both modes, ``args.overlap_rounds`` rounds on the same envs."""
     import numpy as np
 
-    from agentgym.train.chat import ChatEncoder
-    from agentgym.train.rollout import RolloutConfig, collect_episodes
+    from agentgym.train.rollout.chat import ChatEncoder
+    from agentgym.train.rollout.episodes import RolloutConfig, collect_episodes
     from agentgym.train.run.helpers import make_env_batch, task_seed
     from agentgym.vector import ProcessOptions
 

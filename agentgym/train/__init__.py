@@ -3,12 +3,12 @@
 - :mod:`~agentgym.train.run.config`: every trainer's settings, nested dataclasses parsed by ``tyro``;
   :mod:`~agentgym.train.run.flags`: their flags and flat names, one of each per setting.
 - :mod:`~agentgym.train.loop`: the RL loop (``train(config, extensions)``).
-- :mod:`~agentgym.train.collector`, :mod:`~agentgym.train.rollout`, :mod:`~agentgym.train.envs`:
+- :mod:`~agentgym.train.rollout.collector`, :mod:`~agentgym.train.rollout.episodes`, :mod:`~agentgym.train.rollout.envs`:
   play grouped episodes with a policy, keeping every token.
-- :mod:`~agentgym.train.generators`: what samples the rollouts (``--generator hf|vllm|openai``) and
+- :mod:`~agentgym.train.rollout.generators`: what samples the rollouts (``--generator hf|vllm|openai``) and
   how the trained weights reach it.
-- :mod:`~agentgym.train.tasks`: the task stream, kept apart from the cold start's tasks.
-- :mod:`~agentgym.train.chat`, :mod:`~agentgym.train.samples`: the ``concat`` and ``window`` layouts.
+- :mod:`~agentgym.train.rollout.tasks`: the task stream, kept apart from the cold start's tasks.
+- :mod:`~agentgym.train.rollout.chat`, :mod:`~agentgym.train.rollout.samples`: the ``concat`` and ``window`` layouts.
 - :mod:`~agentgym.train.advantages`, :mod:`~agentgym.train.loss`, :mod:`~agentgym.train.update`:
   GRPO advantages, PPO-clip / CISPO with k3 KL, one optimizer step.
 - :mod:`~agentgym.train.hooks`, :mod:`~agentgym.train.extensions`: how VSPO, GiGPO, DAPO, GCD and

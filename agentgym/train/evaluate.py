@@ -31,7 +31,7 @@ def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, spli
     ``system_prompt_hook`` rewrites each episode's system prompt, as a trainer's extensions do in
     training (GCD's "Common mistakes" list).
     """
-    from agentgym.train.rollout import RolloutConfig, collect_episodes
+    from agentgym.train.rollout.episodes import RolloutConfig, collect_episodes
     from agentgym.train.run.helpers import make_env_batch
 
     if num_episodes < 1 or batch_size < 1:

@@ -14,8 +14,8 @@ from typing import Any
 
 from agentgym.experts import play_expert_episode
 from agentgym.prompts import episode_to_messages
-from agentgym.train.chat import ChatEncoder, check_layout, window_prompt_ids
-from agentgym.train.samples import Sample
+from agentgym.train.rollout.chat import ChatEncoder, check_layout, window_prompt_ids
+from agentgym.train.rollout.samples import Sample
 
 
 def action_ids(encoder: ChatEncoder, action: str) -> list[int]:

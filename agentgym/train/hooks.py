@@ -49,9 +49,9 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from agentgym.agents.base import Policy
-from agentgym.train.rollout import Episode, GroupRequest
+from agentgym.train.rollout.episodes import Episode, GroupRequest
 from agentgym.train.run.view import RunView
-from agentgym.train.samples import Sample
+from agentgym.train.rollout.samples import Sample
 
 if TYPE_CHECKING:
     import torch

@@ -69,8 +69,8 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
 
     from agentgym.train import fsdp
     from agentgym.train.advantages import group_advantages
-    from agentgym.train.samples import episode_samples, per_turn
-    from agentgym.train.tasks import StepTasks
+    from agentgym.train.rollout.samples import episode_samples, per_turn
+    from agentgym.train.rollout.tasks import StepTasks
 
     # ----- setup (and the checkpoint's state, with --resume) -----
     run, state = set_up(config, extensions, name)
@@ -180,7 +180,7 @@ def _step_metrics(run: RunSetup, state: RunState, episodes, advantages, stage, u
     batch's episodes and advantages, what was played, the PRS stage, times, the stream position."""
     from agentgym.rewards.prs import stage_pass_rate
     from agentgym.train.distributed import reduce_metrics
-    from agentgym.train.stats import episode_metrics, played_metrics
+    from agentgym.train.rollout.stats import episode_metrics, played_metrics
 
     spec, ext = run.spec, run.extensions
     stage = spec.final_stage if stage is None else stage

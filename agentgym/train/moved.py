@@ -45,10 +45,18 @@ MOVED: dict[str, str] = {
     "agentgym.train.run_setup": "agentgym.train.run.setup",
     "agentgym.train.run_state": "agentgym.train.run.state",
     "agentgym.train.run_view": "agentgym.train.run.view",
+    "agentgym.train.collector": "agentgym.train.rollout.collector",
+    "agentgym.train.envs": "agentgym.train.rollout.envs",
+    "agentgym.train.generators": "agentgym.train.rollout.generators",
+    "agentgym.train.tasks": "agentgym.train.rollout.tasks",
+    "agentgym.train.chat": "agentgym.train.rollout.chat",
+    "agentgym.train.samples": "agentgym.train.rollout.samples",
+    "agentgym.train.stats": "agentgym.train.rollout.stats",
 }
 """Former module path -> the path it lives at now."""
 
 BECAME_PACKAGE: dict[str, str] = {
+    "agentgym.train.rollout": "agentgym.train.rollout.episodes",
 }
 """A former module path that is now a package -> the module that holds the former module's names."""
 

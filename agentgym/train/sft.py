@@ -6,7 +6,7 @@ layout), and trains on the assistant tokens only (cross-entropy, token-mean). A 
 prompt is longer than ``max_prompt_tokens`` is left out (and counted), as the RL rollout cuts such
 an episode; a run left with none stops with a :class:`~agentgym.train.run.config.ConfigError`.
 
-The tasks come from :func:`agentgym.train.tasks.cold_start_tasks`, and the model directory it
+The tasks come from :func:`agentgym.train.rollout.tasks.cold_start_tasks`, and the model directory it
 writes records them in ``agentgym_sft.json``, so an RL run started from that directory leaves
 them out of its task stream. The directory is written under a temporary name and renamed when
 complete; the record is written last, so a folder without it is a half-written one and is rebuilt
@@ -81,7 +81,7 @@ def expert_samples(cfg: SFTRunConfig, encoder, progress: bool = False):
 
     import agentgym  # noqa: F401  registers the envs
     from agentgym.train.expert import expert_episode
-    from agentgym.train.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
+    from agentgym.train.rollout.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
 
     cfg = resolved(cfg)
     env = gym.make(cfg.env.env_id, expert=True, **cfg.env.kwargs(cfg.model.model))
@@ -129,7 +129,7 @@ def judge_samples(cfg: SFTRunConfig, encoder):
 
     import agentgym  # noqa: F401  registers the envs
     from agentgym.train.gcd.coldstart import judge_cold_start_samples
-    from agentgym.train.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
+    from agentgym.train.rollout.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
 
     cfg = resolved(cfg)
     env = gym.make(cfg.env.env_id, expert=True, **cfg.env.kwargs(cfg.model.model))
@@ -148,7 +148,7 @@ def prompt_tokens(sample) -> int:
     """Tokens before a sample's last model turn: the longest prompt the model reads in it (the
     prompts of a ``concat`` sequence grow turn by turn).
 
-    >>> from agentgym.train.samples import Sample
+    >>> from agentgym.train.rollout.samples import Sample
     >>> prompt_tokens(Sample([1, 2, 3, 4, 5, 6, 7], [0, 0, 1, 0, 0, 1, 1], 1.0))
     5
     """
@@ -207,7 +207,7 @@ def run_sft(cfg: SFTRunConfig) -> str:
 
     from agentgym.agents.tiny import resolve_model_path
     from agentgym.locks import lock_dir
-    from agentgym.train.chat import ChatEncoder
+    from agentgym.train.rollout.chat import ChatEncoder
     from agentgym.train.run.metrics import MetricsLogger
     from agentgym.train.run.helpers import load_model, load_tokenizer, resolve_device, seed_everything
     from agentgym.train.run.threads import set_cpu_threads

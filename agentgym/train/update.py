@@ -21,7 +21,7 @@ from agentgym.train.distributed import Dist, all_reduce_grads
 from agentgym.train.fsdp import gathered, is_sharded
 from agentgym.train.hooks import MicroBatch, TrainerExtension
 from agentgym.train.loss import LossConfig, policy_loss
-from agentgym.train.samples import Sample
+from agentgym.train.rollout.samples import Sample
 
 STAT_KEYS = ("loss", "tokens", "pg_sum", "kl_sum", "clipped_sum", "ratio_sum")
 

@@ -8,9 +8,9 @@ import gymnasium as gym
 import pytest
 
 from agentgym.agents.base import Completion
-from agentgym.train.collector import Collector
-from agentgym.train.envs import EnvBatch
-from agentgym.train.rollout import GroupRequest, RolloutConfig
+from agentgym.train.rollout.collector import Collector
+from agentgym.train.rollout.envs import EnvBatch
+from agentgym.train.rollout.episodes import GroupRequest, RolloutConfig
 from agentgym.vector import make_vec
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "vector"))

@@ -9,8 +9,8 @@ import pytest
 
 from agentgym.train.extensions import DAPO, VSPO, DAPOConfig, GiGPO, GiGPOConfig, VSPOConfig
 from agentgym.train.hooks import Extensions, SampleKind, StepContext, TrainerExtension
-from agentgym.train.rollout import Episode, GroupRequest
-from agentgym.train.samples import episode_samples
+from agentgym.train.rollout.episodes import Episode, GroupRequest
+from agentgym.train.rollout.samples import episode_samples
 
 
 def episode(group, task, ret, turns=1, observations=None):
@@ -128,7 +128,7 @@ def test_gigpo_adds_step_advantages_of_shared_states():
 
 def test_per_turn_advantages_reach_the_tokens_in_both_layouts():
     from agentgym.agents.base import Completion
-    from agentgym.train.rollout import Turn
+    from agentgym.train.rollout.episodes import Turn
 
     ep = episode(0, "a", 1.0, turns=2)
     ep.turns = [Turn([1, 2], Completion("t0", [10, 11])), Turn([1, 2, 3], Completion("t1", [12]))]

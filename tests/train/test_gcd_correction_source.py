@@ -4,7 +4,7 @@ import pytest
 
 from agentgym.train.gcd.correction_source import choose_mistakes, env_text, is_praise
 from agentgym.train.gcd.judge import rule_critique
-from agentgym.train.rollout import Episode
+from agentgym.train.rollout.episodes import Episode
 
 ENV = ["You are in a kitchen. You see a fridge 1 and a drawer 2. Your task is to: put a cold apple on the table."]
 CRITIQUES = ([rule_critique("o", "open drawer 2", "bad", "invalid")] * 3

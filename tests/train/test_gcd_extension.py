@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 from agentgym.agents.base import Completion
-from agentgym.train.chat import ChatEncoder
+from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.run.config import TrainConfig, build
 from agentgym.train.extensions import GCD, GCDConfig
 from agentgym.train.gcd.correction import MISTAKES_HEADER
 from agentgym.train.gcd.external import JudgeUnavailable
 from agentgym.train.gcd.judge import judge_prompt
 from agentgym.train.hooks import Extensions, StepContext
-from agentgym.train.rollout import Episode, RolloutConfig, collect_episodes
+from agentgym.train.rollout.episodes import Episode, RolloutConfig, collect_episodes
 from agentgym.train.run.helpers import make_env_batch
 from toy_env import ToyLookupEnv
 

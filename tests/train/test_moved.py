@@ -67,3 +67,14 @@ def test_a_path_that_never_existed_is_still_not_found():
     with pytest.raises(ModuleNotFoundError, match="agentgym.train.no_such_module"):
         importlib.import_module("agentgym.train.no_such_module")
     assert new_path("agentgym.train.no_such_module") is None
+
+
+def test_the_former_rollout_module_names_import_from_the_package_that_took_its_path():
+    code = ("from agentgym.train.rollout import Episode, GroupRequest, RolloutConfig, Turn, collect_episodes\n"
+            "from agentgym.train.rollout import chat\n"
+            "import agentgym.train.rollout as r, agentgym.train.rollout.episodes as e\n"
+            "print(Episode is e.Episode, collect_episodes is e.collect_episodes, r.by_group is e.by_group,\n"
+            "      chat.__name__, hasattr(r, 'no_such_name'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "True", "agentgym.train.rollout.chat", "False"]

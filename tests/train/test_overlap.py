@@ -11,10 +11,10 @@ import torch
 
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.agents.base import Completion
-from agentgym.train.chat import ChatEncoder
-from agentgym.train.collector import Collector
-from agentgym.train.envs import EnvBatch
-from agentgym.train.rollout import GroupRequest, RolloutConfig, collect_episodes
+from agentgym.train.rollout.chat import ChatEncoder
+from agentgym.train.rollout.collector import Collector
+from agentgym.train.rollout.envs import EnvBatch
+from agentgym.train.rollout.episodes import GroupRequest, RolloutConfig, collect_episodes
 from agentgym.train.run.helpers import make_env_batch
 from agentgym.vector import make_vec
 

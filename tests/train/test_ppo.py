@@ -9,8 +9,8 @@ from agentgym.agents.base import Completion
 from agentgym.train.run.config import ConfigError
 from agentgym.train.extensions.ppo import PPOConfig, value_positions
 from agentgym.train.ppo import explained_variance, gae, value_loss, whiten
-from agentgym.train.rollout import Episode, Turn
-from agentgym.train.samples import episode_samples
+from agentgym.train.rollout.episodes import Episode, Turn
+from agentgym.train.rollout.samples import episode_samples
 
 
 def test_gae_over_three_turns_matches_the_hand_computed_numbers():

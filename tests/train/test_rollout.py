@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from agentgym.agents import HFPolicy, SamplingConfig
-from agentgym.train.chat import ChatEncoder
-from agentgym.train.rollout import RolloutConfig, collect_episodes
+from agentgym.train.rollout.chat import ChatEncoder
+from agentgym.train.rollout.episodes import RolloutConfig, collect_episodes
 from agentgym.train.run.helpers import make_env_batch
 
 ENV_KWARGS = {"question_kinds": ["single_hop"], "max_turns": 2}
@@ -68,7 +68,7 @@ def test_only_requested_groups_are_reset_and_only_named_envs_stepped(backend):
 
 
 def test_group_requests_pick_tasks_by_id_and_record_where_they_came_from(tiny):
-    from agentgym.train.rollout import GroupRequest
+    from agentgym.train.rollout.episodes import GroupRequest
 
     model, tok = tiny
     envs = make_env_batch("ToolQA-v0", 2, 2, "sync", ENV_KWARGS)

@@ -5,7 +5,7 @@ import copy
 import torch
 
 from agentgym.train.loss import LossConfig
-from agentgym.train.samples import Sample
+from agentgym.train.rollout.samples import Sample
 from agentgym.train.update import train_step
 
 

@@ -66,7 +66,7 @@ def test_the_losses_are_one_class_and_the_judges_is_its_own_instance():
 
 
 def test_the_rollout_settings_are_the_runtimes_and_its_former_internal_knobs_are_flags():
-    from agentgym.train.rollout import RolloutConfig
+    from agentgym.train.rollout.episodes import RolloutConfig
 
     assert RolloutConfig is cfgmod.RolloutConfig and isinstance(TrainConfig().rollout, RolloutConfig)
     r = parse(TrainConfig, ["--rollout-mode", "overlapped", "--batch-wait", "0", "--max-generate-batch", "4",

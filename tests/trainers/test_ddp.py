@@ -65,7 +65,7 @@ def test_metrics_reduce_counts_by_sum_and_rates_by_episodes():
 
 def _samples(vocab: int):
     """Policy samples with advantages of both signs and judge samples (seq-mean), lengths 5-13."""
-    from agentgym.train.samples import Sample
+    from agentgym.train.rollout.samples import Sample
 
     g = torch.Generator().manual_seed(0)
     out = []

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("alfworld")
 
 from agentgym.envs.alfworld.generate import generate
-from agentgym.train.chat import ChatEncoder
+from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.run.config import TrainConfig, build
 from agentgym.train.expert import expert_episode
 from agentgym.train.run.helpers import load_tokenizer

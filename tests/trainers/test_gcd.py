@@ -117,7 +117,7 @@ def test_gcd_runs_alfworld_in_the_window_layout(tmp_path):
 
 def test_cold_start_mixes_balanced_judge_samples_and_keeps_the_old_recipe_without(tmp_path, capsys):
     from agentgym.agents.tiny import resolve_model_path
-    from agentgym.train.chat import ChatEncoder
+    from agentgym.train.rollout.chat import ChatEncoder
     from agentgym.train.run.helpers import load_tokenizer
     from agentgym.train.sft import judge_samples
 

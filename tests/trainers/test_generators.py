@@ -17,7 +17,7 @@ from safetensors.torch import load_file
 
 from agentgym.agents import HFPolicy, OpenAIRequestError, SamplingConfig
 from agentgym.train.run.config import ConfigError, vllm_installed
-from agentgym.train.generators import GeneratorError, ServerGenerator
+from agentgym.train.rollout.generators import GeneratorError, ServerGenerator
 from agentgym.train.hooks import TrainerExtension
 from agentgym.train.loop import train
 from trainer_helpers import small_config

@@ -4,7 +4,7 @@ import gymnasium as gym
 
 import sft
 from agentgym.cli import main as cli_main
-from agentgym.train.chat import ChatEncoder
+from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.evaluate import evaluate
 from agentgym.train.expert import expert_episode
 from agentgym.train.run.metrics import read_metrics

@@ -16,7 +16,7 @@ from typing import ClassVar
 from agentgym.train.run.config import ConfigError
 from agentgym.train.dapo import dynamic_sampling_mask
 from agentgym.train.hooks import StepContext, TrainerExtension
-from agentgym.train.rollout import Episode, by_group
+from agentgym.train.rollout.episodes import Episode, by_group
 
 
 @dataclass

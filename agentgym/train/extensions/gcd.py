@@ -39,7 +39,7 @@ from agentgym.train.gcd.judge import critique_of, judge_prompt, judge_reward, pa
 from agentgym.train.gcd.labels import BAD, BALANCE_MODES, GOOD, balance_labels
 from agentgym.train.gcd.steps import JudgedStep, cap_steps, judgment_metrics, labelled_steps
 from agentgym.train.hooks import SampleKind, StepContext, TrainerExtension
-from agentgym.train.samples import Sample
+from agentgym.train.rollout.samples import Sample
 
 MISTAKES_FILE = "gcd_mistakes.jsonl"
 """Under OUTPUT_DIR: one ``{"step", "mistakes", "source", "critiques", "readability"}`` line per
@@ -248,7 +248,7 @@ class GCD(TrainerExtension):
     def _judge_samples(self, ctx, kept: list[tuple[str, JudgedStep]], critiques: list[str], m) -> list[Sample]:
         from agentgym.agents import SamplingConfig
         from agentgym.train.advantages import group_advantages
-        from agentgym.train.chat import ChatEncoder
+        from agentgym.train.rollout.chat import ChatEncoder
 
         m.update({"gcd/judge_samples": 0.0, "time/judge_generate": 0.0, "tokens/judge_generated": 0.0,
                   "gcd/judge_reward_mean": float("nan"), "gcd/judge_zero_adv_frac": float("nan")})
@@ -377,7 +377,7 @@ class GCD(TrainerExtension):
 
     def _self_summary(self, ctx, critiques: list[str]) -> str:
         from agentgym.agents import SamplingConfig
-        from agentgym.train.chat import ChatEncoder
+        from agentgym.train.rollout.chat import ChatEncoder
 
         ids = ChatEncoder(ctx.tokenizer).prompt_ids(mistakes_summary_prompt(critiques, self.cfg.correction_items))
         # greedy: the summary is an answer, not an exploration, and draws no random numbers

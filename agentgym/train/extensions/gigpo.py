@@ -16,7 +16,7 @@ from typing import ClassVar, Literal
 from agentgym.train.run.config import ConfigError
 from agentgym.train.gigpo import combine_advantages, step_group_advantages
 from agentgym.train.hooks import TrainerExtension
-from agentgym.train.rollout import Episode
+from agentgym.train.rollout.episodes import Episode
 
 
 @dataclass

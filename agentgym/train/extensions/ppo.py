@@ -26,9 +26,9 @@ import numpy as np
 from agentgym.train.run.config import ConfigError
 from agentgym.train.hooks import MicroBatch, StepContext, TrainerExtension
 from agentgym.train.ppo import explained_variance, gae, value_loss, whiten
-from agentgym.train.rollout import Episode
+from agentgym.train.rollout.episodes import Episode
 from agentgym.train.run.view import RunView
-from agentgym.train.samples import Sample, episode_samples
+from agentgym.train.rollout.samples import Sample, episode_samples
 
 
 @dataclass

@@ -24,7 +24,7 @@ import numpy as np
 
 from agentgym.train.run.config import ConfigError
 from agentgym.train.hooks import StepContext, TrainerExtension
-from agentgym.train.rollout import Episode, GroupRequest, by_group
+from agentgym.train.rollout.episodes import Episode, GroupRequest, by_group
 from agentgym.train.vspo import ValueBuffer, groups_to_replace, is_zero_advantage, smooth_advantages
 
 

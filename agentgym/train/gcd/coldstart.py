@@ -108,7 +108,7 @@ def judge_cold_start_samples(env, encoder, count: int, requests: Sequence[tuple[
     balancing.
     """
     from agentgym.train.expert import action_ids
-    from agentgym.train.samples import Sample
+    from agentgym.train.rollout.samples import Sample
 
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")

@@ -4,7 +4,7 @@
 episode; :func:`cap_steps` keeps at most a step budget of the balanced ones without tipping the
 balance; :func:`judgment_metrics` scores k judgments per step against the labels.
 
->>> from agentgym.train.rollout import Episode
+>>> from agentgym.train.rollout.episodes import Episode
 >>> ep = Episode(group=0, task_id="t", group_key="t", system_prompt="", instruction="find the key",
 ...              observations=["hall", "room", "hall", "done"], actions=["go room", "go hall", "take key"],
 ...              step_infos=[{"action_valid": True}] * 3, success=True)

@@ -32,7 +32,7 @@ import tyro
 from agentgym.agents.base import SamplingConfig
 from agentgym.prompts import MAX_ACTION_CHARS, check_max_action_chars
 from agentgym.settings import SettingError, check_on_init, checks_deferred
-from agentgym.train.chat import LAYOUTS
+from agentgym.train.rollout.chat import LAYOUTS
 from agentgym.train.distributed import launched_world_size
 from agentgym.train.run.flags import (ConfigTree, Flat, Grouped, Hidden, build, flag_rows, flag_table,  # noqa: F401
                                       former_flags_note, groups, rewrite_former_flags)
@@ -280,7 +280,7 @@ class LayoutConfig:
 @dataclass
 class RolloutConfig(LayoutConfig):
     """How episodes are played: the token layout, the tasks and episodes of a step, the sampling
-    settings, and what samples them. :func:`agentgym.train.rollout.collect_episodes` takes it as it is."""
+    settings, and what samples them. :func:`agentgym.train.rollout.episodes.collect_episodes` takes it as it is."""
 
     num_groups: int = 4
     """tasks per step"""

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from agentgym.train.envs import EnvBatch
-from agentgym.train.tasks import task_seed  # noqa: F401  (re-exported: scripts seed with it)
+from agentgym.train.rollout.envs import EnvBatch
+from agentgym.train.rollout.tasks import task_seed  # noqa: F401  (re-exported: scripts seed with it)
 
 if TYPE_CHECKING:
     from agentgym.vector.options import BackendOptions

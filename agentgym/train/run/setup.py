@@ -47,11 +47,11 @@ class RunSetup:
     """the frozen reference of the KL term (None with ``--beta 0``)"""
     optimizer: Any
     generator: Any
-    """the :class:`agentgym.train.generators.Generator` whose policy plays the episodes"""
+    """the :class:`agentgym.train.rollout.generators.Generator` whose policy plays the episodes"""
     envs: Any
     collector: Any
     stream: Any
-    """the :class:`agentgym.train.tasks.TaskStream` of training tasks"""
+    """the :class:`agentgym.train.rollout.tasks.TaskStream` of training tasks"""
     excluded: list[str]
     """the cold start's tasks, left out of the stream"""
     spec: Any
@@ -108,7 +108,7 @@ def cold_start(config: TrainConfig) -> str:
 def _task_stream(config: TrainConfig, env, model_dir: str):
     """The RL task stream, without the tasks the model's cold start trained on."""
     from agentgym.train import sft
-    from agentgym.train.tasks import TaskStream
+    from agentgym.train.rollout.tasks import TaskStream
 
     record = sft.read_record(model_dir) or {}
     excluded = []
@@ -131,11 +131,11 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     from agentgym.locks import lock_dir
     from agentgym.rewards.prs import PRSSchedule
     from agentgym.train import fsdp
-    from agentgym.train.chat import ChatEncoder
+    from agentgym.train.rollout.chat import ChatEncoder
     from agentgym.train.run.checkpoint import resume_point
-    from agentgym.train.collector import Collector
+    from agentgym.train.rollout.collector import Collector
     from agentgym.train.distributed import init_distributed
-    from agentgym.train.generators import make_generator
+    from agentgym.train.rollout.generators import make_generator
     from agentgym.train.run.metrics import MetricsLogger
     from agentgym.train.run.helpers import load_model, load_tokenizer, make_env_batch, resolve_device, seed_everything
     from agentgym.train.run.threads import set_cpu_threads

@@ -89,9 +89,9 @@ class RunView:
 
     @cached_property
     def encoder(self):
-        """The :class:`~agentgym.train.chat.ChatEncoder` of the tokenizer: chat messages to the
+        """The :class:`~agentgym.train.rollout.chat.ChatEncoder` of the tokenizer: chat messages to the
         token ids the policy sees."""
-        from agentgym.train.chat import ChatEncoder
+        from agentgym.train.rollout.chat import ChatEncoder
 
         if self.tokenizer is None:
             raise ValueError("this run view has no tokenizer")

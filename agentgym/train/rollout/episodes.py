@@ -19,10 +19,10 @@ from typing import Any, Callable, Sequence
 
 from agentgym.agents.base import Completion, Policy, SamplingConfig
 from agentgym.prompts import cut_action, episode_to_messages, observations_carry_history
-from agentgym.train.chat import ChatEncoder, check_layout, window_prompt_ids
+from agentgym.train.rollout.chat import ChatEncoder, check_layout, window_prompt_ids
 # the trainers' rollout settings, which this module consumes as they are; importable from here too
 from agentgym.train.run.config import ROLLOUT_MODES, RolloutConfig  # noqa: F401
-from agentgym.train.envs import EnvBatch, StepResult
+from agentgym.train.rollout.envs import EnvBatch, StepResult
 
 
 @dataclass(frozen=True)

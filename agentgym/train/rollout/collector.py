@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Callable, Sequence
 
-from agentgym.train.rollout import Episode, GroupRequest, RolloutConfig, as_request, collect_episodes
+from agentgym.train.rollout.episodes import Episode, GroupRequest, RolloutConfig, as_request, collect_episodes
 from agentgym.train.update import autocast_context
 
 

@@ -23,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from agentgym.train.rollout import GroupRequest
+from agentgym.train.rollout.episodes import GroupRequest
 
 STREAM_RL = 0
 STREAM_COLD_START = 1

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from agentgym.train.rollout import Episode
+from agentgym.train.rollout.episodes import Episode
 
 
 @dataclass

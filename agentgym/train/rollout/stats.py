@@ -6,7 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-from agentgym.train.rollout import Episode
+from agentgym.train.rollout.episodes import Episode
 
 
 def episode_metrics(episodes: Sequence[Episode], advantages: Sequence[float] | None = None) -> dict[str, float]:
