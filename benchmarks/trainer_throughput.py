@@ -70,8 +70,8 @@ def _grpo_batch(model, tokenizer, groups, group_size, max_new_tokens, layout="co
 def _update(model, tokenizer, samples, micro_batch_size, bf16=False, repeats=2):
     import torch
 
-    from agentgym.train.loss import LossConfig
-    from agentgym.train.update import train_step
+    from agentgym.train.optim.loss import LossConfig
+    from agentgym.train.optim.update import train_step
 
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
     times = []

@@ -9,7 +9,7 @@
   how the trained weights reach it.
 - :mod:`~agentgym.train.rollout.tasks`: the task stream, kept apart from the cold start's tasks.
 - :mod:`~agentgym.train.rollout.chat`, :mod:`~agentgym.train.rollout.samples`: the ``concat`` and ``window`` layouts.
-- :mod:`~agentgym.train.advantages`, :mod:`~agentgym.train.loss`, :mod:`~agentgym.train.update`:
+- :mod:`~agentgym.train.advantages`, :mod:`~agentgym.train.optim.loss`, :mod:`~agentgym.train.optim.update`:
   GRPO advantages, PPO-clip / CISPO with k3 KL, one optimizer step.
 - :mod:`~agentgym.train.hooks`, :mod:`~agentgym.train.extensions`: how VSPO, GiGPO, DAPO, GCD and
   PPO plug in, reading the run through a :mod:`~agentgym.train.run.view`; their math in

@@ -8,7 +8,7 @@ trainer decides how many extra rollouts to spend refilling the batch.
 Shaped returns rarely tie to the last bit, so "tied" means the spread ``max(R) - min(R)`` is at most
 a tolerance (the same test VSPO uses to find zero-advantage groups, see :mod:`.vspo`).
 
-DAPO's other loss-side settings live in :class:`~agentgym.train.loss.LossConfig` and are exposed as
+DAPO's other loss-side settings live in :class:`~agentgym.train.optim.loss.LossConfig` and are exposed as
 trainer flags rather than here: clip-higher (``eps_low=0.2``, ``eps_high=0.28``: the upper clip
 range is widened so low-probability tokens can still grow, which keeps entropy from collapsing) and
 token-level aggregation (``aggregation="token-mean"``, so long answers weigh by their length).

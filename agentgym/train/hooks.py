@@ -38,7 +38,7 @@ the step hooks, the ``run`` argument of ``build``.
 
 Data-parallel (``torchrun``), each rank runs the hooks on its own groups, with its own state
 (saved per rank); ``summed_metrics`` names the metrics that count things, summed over ranks where
-the others are averaged (:func:`agentgym.train.distributed.reduce_metrics`).
+the others are averaged (:func:`agentgym.train.optim.distributed.reduce_metrics`).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class SampleKind:
     weight: float = 1.0
     """Its loss term's weight (GCD's lambda)."""
     loss: Any = None
-    """Its :class:`agentgym.train.loss.LossConfig` (None: the policy's)."""
+    """Its :class:`agentgym.train.optim.loss.LossConfig` (None: the policy's)."""
 
 
 @dataclass
@@ -94,7 +94,7 @@ class StepContext:
     info: dict = field(default_factory=dict)
     """Scratch space shared by the extensions of one step."""
     dist: Any = None
-    """This process's :class:`agentgym.train.distributed.Dist` (rank, world size, collectives); None
+    """This process's :class:`agentgym.train.optim.distributed.Dist` (rank, world size, collectives); None
     outside the training loop. ``group_size`` and ``num_groups`` are this rank's."""
     run: RunView | None = None
     """The run's settings, typed (:class:`~agentgym.train.run.view.RunView`); made from

@@ -4,7 +4,7 @@ log and checkpoint, then a held-out evaluation (SPEC §4.2).
 ``train(config, extensions)`` is GRPO with no extensions; VSPO, GiGPO, DAPO and GCD are
 :class:`~agentgym.train.hooks.TrainerExtension` objects passed in by the scripts in
 ``trainers/``. Metric names are listed in docs/trainers.md. Under ``torchrun`` every rank runs
-this loop on its own share of the groups (:mod:`agentgym.train.distributed`).
+this loop on its own share of the groups (:mod:`agentgym.train.optim.distributed`).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     """Train ``config.model`` on ``config.env`` with GRPO and the given extensions."""
     from tqdm.auto import tqdm
 
-    from agentgym.train import fsdp
+    from agentgym.train.optim import fsdp
     from agentgym.train.advantages import group_advantages
     from agentgym.train.rollout.samples import episode_samples, per_turn
     from agentgym.train.rollout.tasks import StepTasks
@@ -153,7 +153,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
 
 def _held_out(run: RunSetup) -> dict:
     """The held-out evaluation, on rank 0 (FSDP: on gathered weights), broadcast to every rank."""
-    from agentgym.train import fsdp
+    from agentgym.train.optim import fsdp
 
     with fsdp.gathered(run.model):
         res = run_eval(run.config, run.policy, run.env_kwargs, run.extensions.system_prompt) \
@@ -179,7 +179,7 @@ def _step_metrics(run: RunSetup, state: RunState, episodes, advantages, stage, u
     """The step's logged metrics (docs/trainers.md), reduced over ranks under ``torchrun``: the
     batch's episodes and advantages, what was played, the PRS stage, times, the stream position."""
     from agentgym.rewards.prs import stage_pass_rate
-    from agentgym.train.distributed import reduce_metrics
+    from agentgym.train.optim.distributed import reduce_metrics
     from agentgym.train.rollout.stats import episode_metrics, played_metrics
 
     spec, ext = run.spec, run.extensions
@@ -210,7 +210,7 @@ def _update(run: RunSetup, samples) -> dict[str, float]:
     optimizer steps that measured them (a minibatch without policy samples has no policy loss),
     ``tokens/loss`` the loss tokens of one epoch. Data-parallel: ``samples`` are this rank's, and
     every rank takes the same optimizer steps (a rank with no samples of a minibatch joins it with none)."""
-    from agentgym.train.update import sample_logprobs, train_step
+    from agentgym.train.optim.update import sample_logprobs, train_step
 
     config, model, optimizer, dist, bf16 = run.config, run.model, run.optimizer, run.dist, run.bf16
     o, pad_id, temperature = config.optim, run.tokenizer.pad_token_id, config.rollout.sampling.temperature

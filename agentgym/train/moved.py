@@ -52,6 +52,10 @@ MOVED: dict[str, str] = {
     "agentgym.train.chat": "agentgym.train.rollout.chat",
     "agentgym.train.samples": "agentgym.train.rollout.samples",
     "agentgym.train.stats": "agentgym.train.rollout.stats",
+    "agentgym.train.loss": "agentgym.train.optim.loss",
+    "agentgym.train.update": "agentgym.train.optim.update",
+    "agentgym.train.distributed": "agentgym.train.optim.distributed",
+    "agentgym.train.fsdp": "agentgym.train.optim.fsdp",
 }
 """Former module path -> the path it lives at now."""
 

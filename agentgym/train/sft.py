@@ -211,7 +211,7 @@ def run_sft(cfg: SFTRunConfig) -> str:
     from agentgym.train.run.metrics import MetricsLogger
     from agentgym.train.run.helpers import load_model, load_tokenizer, resolve_device, seed_everything
     from agentgym.train.run.threads import set_cpu_threads
-    from agentgym.train.update import autocast_context, masked_next_token_logits, pad_batch
+    from agentgym.train.optim.update import autocast_context, masked_next_token_logits, pad_batch
 
     # ----- setup -----
     cfg = resolved(cfg)

@@ -4,7 +4,7 @@ and the full forward for a model that post-processes its logits."""
 import torch
 from transformers import AutoModelForCausalLM, Gemma2Config, Gemma2ForCausalLM
 
-from agentgym.train.update import masked_next_token_logits, plain_head
+from agentgym.train.optim.update import masked_next_token_logits, plain_head
 
 
 def _batch(vocab):

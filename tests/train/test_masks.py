@@ -8,11 +8,11 @@ from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.agents.base import Completion, Policy
 from agentgym.prompts import episode_to_messages
 from agentgym.train.rollout.chat import ChatEncoder
-from agentgym.train.loss import LossConfig, policy_loss
+from agentgym.train.optim.loss import LossConfig, policy_loss
 from agentgym.train.rollout.episodes import RolloutConfig, collect_episodes
 from agentgym.train.rollout.samples import episode_samples
 from agentgym.train.run.helpers import make_env_batch
-from agentgym.train.update import pad_batch, sample_logprobs
+from agentgym.train.optim.update import pad_batch, sample_logprobs
 from toy_env import ToyLookupEnv
 
 

@@ -4,9 +4,9 @@ import copy
 
 import torch
 
-from agentgym.train.loss import LossConfig
+from agentgym.train.optim.loss import LossConfig
 from agentgym.train.rollout.samples import Sample
-from agentgym.train.update import train_step
+from agentgym.train.optim.update import train_step
 
 
 def step_metrics(model, samples, **kw):

@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 MODULES = ["agentgym.train.advantages", "agentgym.train.vspo", "agentgym.train.dapo", "agentgym.train.gigpo",
-           "agentgym.train.rollout.tasks", "agentgym.train.run.config", "agentgym.train.run.flags", "agentgym.train.distributed",
+           "agentgym.train.rollout.tasks", "agentgym.train.run.config", "agentgym.train.run.flags", "agentgym.train.optim.distributed",
            "agentgym.rewards.prs", "agentgym.train.gcd.labels", "agentgym.train.gcd.judge",
            "agentgym.train.gcd.correction", "agentgym.train.gcd.external", "agentgym.train.gcd.steps",
            "agentgym.train.gcd.coldstart", "agentgym.train.gcd.readability", "agentgym.train.gcd.correction_source",

@@ -60,7 +60,7 @@ def test_the_losses_are_one_class_and_the_judges_is_its_own_instance():
     assert GCD(config.gcd).sample_kinds["judge"].loss is config.gcd.judge_loss
     assert (config.gcd.judge_loss.beta, config.gcd.judge_loss.aggregation) == (0.0, "seq-mean")
     assert (config.optim.loss.beta, config.optim.loss.aggregation) == (0.001, "token-mean")
-    from agentgym.train.loss import LossConfig
+    from agentgym.train.optim.loss import LossConfig
 
     assert LossConfig is cfgmod.LossConfig
 

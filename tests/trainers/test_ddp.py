@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from agentgym.train.run.config import ConfigError, TrainConfig, build, parse
-from agentgym.train.distributed import Dist, reduce_metrics
+from agentgym.train.optim.distributed import Dist, reduce_metrics
 from trainer_helpers import TOOLQA_SMALL, small_config
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -103,8 +103,8 @@ def _one_step(model, samples, ref, dist=None, loss_term=False):
     """One train_step with SGD (a wrong gradient scale shows in the weights, unlike Adam's), a KL
     term, clipping that bites, and GCD-like judge samples with their own aggregation; with
     ``loss_term``, an extension's loss term whose head is a second parameter group."""
-    from agentgym.train.loss import LossConfig
-    from agentgym.train.update import sample_logprobs, train_step
+    from agentgym.train.optim.loss import LossConfig
+    from agentgym.train.optim.update import sample_logprobs, train_step
 
     lp = sample_logprobs(model, samples, 0, 3)
     ref_lp = [a + b for a, b in zip(lp, ref)]  # a reference away from the policy
@@ -124,7 +124,7 @@ def _one_step(model, samples, ref, dist=None, loss_term=False):
 def _two_rank_worker(rank, port, tiny_path, out_dir):
     import torch.distributed as td
 
-    from agentgym.train import fsdp
+    from agentgym.train.optim import fsdp
     from agentgym.train.run.helpers import load_model, load_tokenizer
 
     torch.set_num_threads(1)

@@ -125,7 +125,7 @@ class PPO(TrainerExtension):
         """Value at every turn's prompt end, by ``(episode, turn)``, under the current weights."""
         import torch
 
-        from agentgym.train.update import last_hidden_state, pad_batch
+        from agentgym.train.optim.update import last_hidden_state, pad_batch
 
         run, out = self.run, {}
         was_training = self.model.training

@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import Callable, Sequence
 
 from agentgym.train.rollout.episodes import Episode, GroupRequest, RolloutConfig, as_request, collect_episodes
-from agentgym.train.update import autocast_context
+from agentgym.train.optim.update import autocast_context
 
 
 class Collector:

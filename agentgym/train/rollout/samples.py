@@ -7,7 +7,7 @@ episode i gets A_i) or one number per turn (GiGPO's step term, value-smoothed tu
 tokens get A_i[t], in either layout.
 
 Samples carry a ``kind`` so that extensions can add their own (GCD's judge samples) and weigh
-their loss separately (``loss_weights`` in :func:`agentgym.train.update.train_step`).
+their loss separately (``loss_weights`` in :func:`agentgym.train.optim.update.train_step`).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from agentgym.agents.base import SamplingConfig
 from agentgym.prompts import MAX_ACTION_CHARS, check_max_action_chars
 from agentgym.settings import SettingError, check_on_init, checks_deferred
 from agentgym.train.rollout.chat import LAYOUTS
-from agentgym.train.distributed import launched_world_size
+from agentgym.train.optim.distributed import launched_world_size
 from agentgym.train.run.flags import (ConfigTree, Flat, Grouped, Hidden, build, flag_rows, flag_table,  # noqa: F401
                                       former_flags_note, groups, rewrite_former_flags)
 from agentgym.train.run.presets import TINY_MODELS
@@ -384,7 +384,7 @@ class RolloutConfig(LayoutConfig):
 
 @dataclass
 class LossConfig:
-    """A token loss (agentgym/train/loss.py): the policy's (flags without a prefix), and GCD's
+    """A token loss (agentgym/train/optim/loss.py): the policy's (flags without a prefix), and GCD's
     judge's (``--gcd.judge-loss.*``)."""
 
     eps_low: float = 0.2

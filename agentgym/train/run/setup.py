@@ -35,7 +35,7 @@ class RunSetup:
     name: str
     """the trainer's name (progress bar, checkpoint record)"""
     dist: Any
-    """this process's :class:`agentgym.train.distributed.Dist`"""
+    """this process's :class:`agentgym.train.optim.distributed.Dist`"""
     device: str
     bf16: bool
     """bf16 autocast (on a GPU with ``--bf16``)"""
@@ -130,11 +130,11 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     from agentgym.agents.tiny import resolve_model_path
     from agentgym.locks import lock_dir
     from agentgym.rewards.prs import PRSSchedule
-    from agentgym.train import fsdp
+    from agentgym.train.optim import fsdp
     from agentgym.train.rollout.chat import ChatEncoder
     from agentgym.train.run.checkpoint import resume_point
     from agentgym.train.rollout.collector import Collector
-    from agentgym.train.distributed import init_distributed
+    from agentgym.train.optim.distributed import init_distributed
     from agentgym.train.rollout.generators import make_generator
     from agentgym.train.run.metrics import MetricsLogger
     from agentgym.train.run.helpers import load_model, load_tokenizer, make_env_batch, resolve_device, seed_everything
@@ -207,9 +207,9 @@ def restore(run: RunSetup, record: CheckpointRecord) -> RunState:
 
     Each rank takes its own extension state and random streams when the checkpoint has them (the
     same rank count); otherwise rank 0's extension state, and fresh streams for the ranks past 0."""
-    from agentgym.train import fsdp
+    from agentgym.train.optim import fsdp
     from agentgym.train.run.checkpoint import set_rng_state
-    from agentgym.train.distributed import stream_seed
+    from agentgym.train.optim.distributed import stream_seed
     from agentgym.train.run.helpers import seed_everything
 
     if run.config.model.fsdp:
@@ -232,7 +232,7 @@ def restore(run: RunSetup, record: CheckpointRecord) -> RunState:
 def save(run: RunSetup, state: RunState) -> None:
     """Checkpoint the run after ``state.step`` steps. Every rank calls it (each rank's extension
     state and random streams are gathered, FSDP gathers the full weights); rank 0 writes."""
-    from agentgym.train import fsdp
+    from agentgym.train.optim import fsdp
     from agentgym.train.run.checkpoint import rng_state, write_checkpoint
 
     dist = run.dist

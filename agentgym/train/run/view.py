@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from agentgym.agents.base import SamplingConfig
-from agentgym.train.distributed import Dist
+from agentgym.train.optim.distributed import Dist
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,6 @@ class RunView:
     def autocast(self):
         """The autocast context of the run's forward passes (bf16 on a GPU with ``--bf16``; nothing
         on the CPU): generate or score under it as the rollout and the update do."""
-        from agentgym.train.update import autocast_context
+        from agentgym.train.optim.update import autocast_context
 
         return autocast_context(self.device, self.bf16)

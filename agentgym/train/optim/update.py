@@ -5,7 +5,7 @@ only, and each kind's loss is normalized over all of that kind's tokens (or sequ
 batch, so gradient accumulation gives exactly the full-batch loss
 ``sum_kind loss_weights[kind] * L_kind``.
 
-Data-parallel (``dist`` active, :mod:`agentgym.train.distributed`): those counts are all-reduced
+Data-parallel (``dist`` active, :mod:`agentgym.train.optim.distributed`): those counts are all-reduced
 first, so a rank's loss is its share of the *global* batch's loss, and the gradients are summed
 across ranks before clipping; with ``--fsdp`` the reduce-scatter of every backward sums them.
 """
@@ -17,10 +17,10 @@ from typing import Mapping, Sequence
 
 import torch
 
-from agentgym.train.distributed import Dist, all_reduce_grads
-from agentgym.train.fsdp import gathered, is_sharded
+from agentgym.train.optim.distributed import Dist, all_reduce_grads
+from agentgym.train.optim.fsdp import gathered, is_sharded
 from agentgym.train.hooks import MicroBatch, TrainerExtension
-from agentgym.train.loss import LossConfig, policy_loss
+from agentgym.train.optim.loss import LossConfig, policy_loss
 from agentgym.train.rollout.samples import Sample
 
 STAT_KEYS = ("loss", "tokens", "pg_sum", "kl_sum", "clipped_sum", "ratio_sum")
