@@ -147,7 +147,7 @@ def bench_methods(args):
     from agentgym.train.run.config import SFTRunConfig, TrainConfig, build
     from agentgym.train.extensions import VSPO, VSPOConfig
     from agentgym.train.loop import train
-    from agentgym.train.sft import run_sft
+    from agentgym.train.coldstart.sft import run_sft
 
     env_kwargs = json.dumps(ENV_KWARGS)
     cold = run_sft(build(SFTRunConfig, preset="none", env_kwargs=env_kwargs, num_steps=100, num_episodes=64, quiet=True,
@@ -244,7 +244,7 @@ def bench_gcd(args):
     from agentgym.train.run.config import SFTRunConfig, TrainConfig, build
     from agentgym.train.extensions import GCDConfig, gcd_extensions
     from agentgym.train.loop import train
-    from agentgym.train.sft import reusable, run_sft
+    from agentgym.train.coldstart.sft import reusable, run_sft
 
     root = os.path.join(args.workdir, "gcd")
     env_kwargs = json.dumps(ENV_KWARGS)

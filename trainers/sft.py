@@ -10,7 +10,7 @@ trained on, and RL started from it leaves those tasks out of its task stream.
 """
 
 from agentgym.train.run.config import SFTRunConfig, exit_on_config_error, parse
-from agentgym.train.sft import run_sft
+from agentgym.train.coldstart.sft import run_sft
 
 
 def main(config: SFTRunConfig) -> str:

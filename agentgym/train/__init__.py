@@ -15,7 +15,7 @@
   PPO plug in, reading the run through a :mod:`~agentgym.train.run.view`; their math in
   :mod:`~agentgym.train.vspo`, :mod:`~agentgym.train.gigpo`, :mod:`~agentgym.train.dapo`,
   :mod:`~agentgym.train.ppo` and :mod:`~agentgym.train.gcd`.
-- :mod:`~agentgym.train.sft`, :mod:`~agentgym.train.expert`: the SFT cold start.
+- :mod:`~agentgym.train.coldstart.sft`, :mod:`~agentgym.train.coldstart.expert`: the SFT cold start.
 - :mod:`~agentgym.train.run.checkpoint`, :mod:`~agentgym.train.run.metrics`: exact resume and logging.
 - :mod:`~agentgym.train.run.threads`: CPU thread count and OpenMP wait policy;
   :mod:`~agentgym.train.run.env_check`: the env settings checked before a run starts.

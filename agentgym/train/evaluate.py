@@ -101,7 +101,7 @@ def __getattr__(name: str):
 def recorded_env_kwargs(model_dir: str, env_id: str) -> dict[str, Any] | None:
     """The env kwargs a checkpoint records for ``env_id`` (reward mode aside): an RL trainer's
     checkpoint, else a cold start's output (``agentgym_sft.json``); None when it records none."""
-    from agentgym.train.sft import read_record
+    from agentgym.train.coldstart.sft import read_record
 
     record = trainer_record(model_dir)
     kwargs = record.trained_env_kwargs(env_id) if record is not None else None

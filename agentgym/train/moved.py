@@ -56,6 +56,8 @@ MOVED: dict[str, str] = {
     "agentgym.train.update": "agentgym.train.optim.update",
     "agentgym.train.distributed": "agentgym.train.optim.distributed",
     "agentgym.train.fsdp": "agentgym.train.optim.fsdp",
+    "agentgym.train.sft": "agentgym.train.coldstart.sft",
+    "agentgym.train.expert": "agentgym.train.coldstart.expert",
 }
 """Former module path -> the path it lives at now."""
 

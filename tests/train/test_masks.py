@@ -159,7 +159,7 @@ def test_concat_refuses_a_template_that_rewrites_history(tiny_path):
 def test_explored_turns_train_on_the_label_in_window_and_are_left_out_in_concat(tiny):
     # an exploring cold start played a random action on turn 1: the window sample of that turn
     # trains on the expert's label; the concat sequence must hold the action played, without loss
-    from agentgym.train.expert import action_ids, episode_samples_from_messages
+    from agentgym.train.coldstart.expert import action_ids, episode_samples_from_messages
 
     _, tokenizer = tiny
     encoder = ChatEncoder(tokenizer)

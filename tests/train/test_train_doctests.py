@@ -10,7 +10,7 @@ MODULES = ["agentgym.train.advantages", "agentgym.train.vspo", "agentgym.train.d
            "agentgym.rewards.prs", "agentgym.train.gcd.labels", "agentgym.train.gcd.judge",
            "agentgym.train.gcd.correction", "agentgym.train.gcd.external", "agentgym.train.gcd.steps",
            "agentgym.train.gcd.coldstart", "agentgym.train.gcd.readability", "agentgym.train.gcd.correction_source",
-           "agentgym.train.sft", "agentgym.train.expert", "agentgym.train.run.presets", "agentgym.train.run.state",
+           "agentgym.train.coldstart.sft", "agentgym.train.coldstart.expert", "agentgym.train.run.presets", "agentgym.train.run.state",
            "agentgym.train.run.view", "agentgym.train.ppo", "agentgym.train.moved"]
 
 

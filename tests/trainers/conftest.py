@@ -18,7 +18,7 @@ def _one_thread(one_cpu_thread):
 def cold_model(tmp_path_factory):
     """The tiny model after a short cold start: its rollouts have reward spread in some groups."""
     from agentgym.train.run.config import SFTRunConfig, build
-    from agentgym.train.sft import run_sft
+    from agentgym.train.coldstart.sft import run_sft
     from trainer_helpers import TOOLQA_SMALL
 
     out = tmp_path_factory.mktemp("cold")

@@ -91,7 +91,7 @@ def test_the_cold_start_is_an_sft_config_filled_from_the_run():
 
 def test_a_default_cold_start_recipe_is_the_one_cached_runs_recorded():
     # a cold start cached before the cold start was an SFTConfig is reused: the same recipe
-    from agentgym.train.sft import _recipe
+    from agentgym.train.coldstart.sft import _recipe
 
     recipe = _recipe(TrainConfig().cold_start_config())
     assert recipe["sft"] == {"num_episodes": 2048, "num_steps": 3600, "batch_size": 8, "micro_batch_size": 8,
@@ -102,7 +102,7 @@ def test_a_default_cold_start_recipe_is_the_one_cached_runs_recorded():
 
 def test_the_exploring_cold_start_is_a_cold_start_flag_and_part_of_its_recipe(capsys):
     # trainers/sft.py --explore is an SFTConfig setting, so an RL run's cold start takes it too
-    from agentgym.train.sft import _recipe
+    from agentgym.train.coldstart.sft import _recipe
 
     config = parse(TrainConfig, ["--cold-start.explore", "0.3", "--eval-episodes", "0"])
     assert config.cold_start.explore == 0.3 and config.cold_start_config().sft.explore == 0.3

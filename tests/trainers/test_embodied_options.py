@@ -12,7 +12,7 @@ pytest.importorskip("alfworld")
 from agentgym.envs.alfworld.generate import generate
 from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.run.config import TrainConfig, build
-from agentgym.train.expert import expert_episode
+from agentgym.train.coldstart.expert import expert_episode
 from agentgym.train.run.helpers import load_tokenizer
 
 OPTIONS = {"observation": "history+admissible", "history": 2, "action_format": "choice"}

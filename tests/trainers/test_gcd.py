@@ -19,7 +19,7 @@ import gcd
 from agentgym.train.run.config import SFTRunConfig, build
 from agentgym.train.gcd.correction import MISTAKES_HEADER
 from agentgym.train.gcd.judge import parse_verdict
-from agentgym.train.sft import _recipe, read_record, run_sft
+from agentgym.train.coldstart.sft import _recipe, read_record, run_sft
 from agentgym.train.run.state_file import read_state
 from trainer_helpers import TOOLQA_SMALL, small_config
 
@@ -119,7 +119,7 @@ def test_cold_start_mixes_balanced_judge_samples_and_keeps_the_old_recipe_withou
     from agentgym.agents.tiny import resolve_model_path
     from agentgym.train.rollout.chat import ChatEncoder
     from agentgym.train.run.helpers import load_tokenizer
-    from agentgym.train.sft import judge_samples
+    from agentgym.train.coldstart.sft import judge_samples
 
     kw = dict(model="tiny", env_kwargs=TOOLQA_SMALL, num_episodes=8, seed=0, progress=False, tensorboard=False)
     plain = build(SFTRunConfig, **kw)

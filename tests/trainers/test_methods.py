@@ -13,7 +13,7 @@ import dapo
 import gigpo
 import grpo
 import vspo
-from agentgym.train.sft import read_record
+from agentgym.train.coldstart.sft import read_record
 from agentgym.train.rollout.tasks import TaskStream
 from agentgym.train.run.state_file import read_state
 from trainer_helpers import TOOLQA_SMALL, small_config

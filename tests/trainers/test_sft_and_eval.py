@@ -6,7 +6,7 @@ import sft
 from agentgym.cli import main as cli_main
 from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.evaluate import evaluate
-from agentgym.train.expert import expert_episode
+from agentgym.train.coldstart.expert import expert_episode
 from agentgym.train.run.metrics import read_metrics
 from agentgym.train.run.helpers import load_tokenizer
 from agentgym.train.run.config import SFTRunConfig, build
@@ -86,7 +86,7 @@ def test_eval_cli_plays_with_the_env_kwargs_the_checkpoint_was_trained_with(tmp_
 def test_chatty_answers_rewrite_that_share_of_the_expert_answers_and_nothing_else():
     import pytest
     from agentgym.agents.tiny import build_tiny_model
-    from agentgym.train.sft import expert_samples
+    from agentgym.train.coldstart.sft import expert_samples
 
     tok = load_tokenizer(str(build_tiny_model()))
     kw = dict(model="tiny", env_kwargs='{"question_kinds": ["single_hop"], "max_turns": 2, "action_format": "tags"}',
@@ -128,7 +128,7 @@ def test_a_cold_start_whose_every_prompt_is_over_the_cap_stops_with_one_line(tmp
 
 
 def test_sft_leaves_out_the_samples_whose_prompt_is_over_the_cap_and_counts_them(tmp_path, tiny_path, capsys):
-    from agentgym.train.sft import expert_samples, prompt_tokens, read_record
+    from agentgym.train.coldstart.sft import expert_samples, prompt_tokens, read_record
 
     kw = dict(model=tiny_path, env_kwargs=TOOLQA_SMALL, layout="window", num_steps=1, num_episodes=3, batch_size=2,
               output_dir=str(tmp_path), progress=False, tensorboard=False)

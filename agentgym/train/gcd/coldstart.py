@@ -107,7 +107,7 @@ def judge_cold_start_samples(env, encoder, count: int, requests: Sequence[tuple[
     Returns ``(samples, stats)``; stats counts the episodes played and the labels before and after
     balancing.
     """
-    from agentgym.train.expert import action_ids
+    from agentgym.train.coldstart.expert import action_ids
     from agentgym.train.rollout.samples import Sample
 
     if count < 1:

@@ -96,7 +96,7 @@ class RunSetup:
 def cold_start(config: TrainConfig) -> str:
     """The built-in tiny model after an SFT cold start on this env's expert, made with this run's
     env, layout and seed (a cached one is reused only when made with exactly the same recipe)."""
-    from agentgym.train import sft
+    from agentgym.train.coldstart import sft
 
     sft_cfg = config.cold_start_config()
     final = os.path.join(sft_cfg.run.output_dir, "final")
@@ -107,7 +107,7 @@ def cold_start(config: TrainConfig) -> str:
 
 def _task_stream(config: TrainConfig, env, model_dir: str):
     """The RL task stream, without the tasks the model's cold start trained on."""
-    from agentgym.train import sft
+    from agentgym.train.coldstart import sft
     from agentgym.train.rollout.tasks import TaskStream
 
     record = sft.read_record(model_dir) or {}

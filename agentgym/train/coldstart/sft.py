@@ -80,7 +80,7 @@ def expert_samples(cfg: SFTRunConfig, encoder, progress: bool = False):
     import gymnasium as gym
 
     import agentgym  # noqa: F401  registers the envs
-    from agentgym.train.expert import expert_episode
+    from agentgym.train.coldstart.expert import expert_episode
     from agentgym.train.rollout.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
 
     cfg = resolved(cfg)
