@@ -43,7 +43,7 @@ ENV_KWARGS = {"question_kinds": ["single_hop"], "max_turns": 3}
 
 def _grpo_batch(model, tokenizer, groups, group_size, max_new_tokens, layout="concat", env_kwargs=None, seed=0):
     from agentgym.agents import HFPolicy, SamplingConfig
-    from agentgym.train.advantages import group_advantages
+    from agentgym.train.methods.grpo import group_advantages
     from agentgym.train.rollout.chat import ChatEncoder
     from agentgym.train.rollout.episodes import RolloutConfig, collect_episodes
     from agentgym.train.rollout.samples import episode_samples
@@ -145,7 +145,7 @@ def bench_methods(args):
     import numpy as np
 
     from agentgym.train.run.config import SFTRunConfig, TrainConfig, build
-    from agentgym.train.extensions import VSPO, VSPOConfig
+    from agentgym.train.methods import VSPO, VSPOConfig
     from agentgym.train.loop import train
     from agentgym.train.coldstart.sft import run_sft
 
@@ -242,7 +242,7 @@ def bench_gcd(args):
     import numpy as np
 
     from agentgym.train.run.config import SFTRunConfig, TrainConfig, build
-    from agentgym.train.extensions import GCDConfig, gcd_extensions
+    from agentgym.train.methods import GCDConfig, gcd_extensions
     from agentgym.train.loop import train
     from agentgym.train.coldstart.sft import reusable, run_sft
 

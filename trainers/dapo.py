@@ -10,8 +10,8 @@ Every GRPO flag works here; DAPO's own are --dapo.* (--help lists them).
 from dataclasses import dataclass, field
 
 from agentgym.train.run.config import LossConfig, OptimConfig, RunConfig, TrainConfig, exit_on_config_error, parse
-from agentgym.train.dapo import DAPO_EPS_HIGH, DAPO_EPS_LOW
-from agentgym.train.extensions import DAPO, DAPOConfig
+from agentgym.train.methods.dapo import DAPO_EPS_HIGH, DAPO_EPS_LOW
+from agentgym.train.methods import DAPO, DAPOConfig
 from agentgym.train.loop import TrainResult, train
 
 

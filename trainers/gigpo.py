@@ -9,7 +9,7 @@ Every GRPO flag works here; GiGPO's own are --gigpo.* (--help lists them).
 from dataclasses import dataclass, field
 
 from agentgym.train.run.config import RunConfig, TrainConfig, exit_on_config_error, parse
-from agentgym.train.extensions import GiGPO, GiGPOConfig
+from agentgym.train.methods import GiGPO, GiGPOConfig
 from agentgym.train.loop import TrainResult, train
 
 

@@ -9,12 +9,12 @@
   how the trained weights reach it.
 - :mod:`~agentgym.train.rollout.tasks`: the task stream, kept apart from the cold start's tasks.
 - :mod:`~agentgym.train.rollout.chat`, :mod:`~agentgym.train.rollout.samples`: the ``concat`` and ``window`` layouts.
-- :mod:`~agentgym.train.advantages`, :mod:`~agentgym.train.optim.loss`, :mod:`~agentgym.train.optim.update`:
+- :mod:`~agentgym.train.methods.grpo`, :mod:`~agentgym.train.optim.loss`, :mod:`~agentgym.train.optim.update`:
   GRPO advantages, PPO-clip / CISPO with k3 KL, one optimizer step.
-- :mod:`~agentgym.train.hooks`, :mod:`~agentgym.train.extensions`: how VSPO, GiGPO, DAPO, GCD and
+- :mod:`~agentgym.train.hooks`, :mod:`~agentgym.train.methods`: how VSPO, GiGPO, DAPO, GCD and
   PPO plug in, reading the run through a :mod:`~agentgym.train.run.view`; their math in
-  :mod:`~agentgym.train.vspo`, :mod:`~agentgym.train.gigpo`, :mod:`~agentgym.train.dapo`,
-  :mod:`~agentgym.train.ppo` and :mod:`~agentgym.train.gcd`.
+  :mod:`~agentgym.train.methods.vspo`, :mod:`~agentgym.train.methods.gigpo`, :mod:`~agentgym.train.methods.dapo`,
+  :mod:`~agentgym.train.methods.ppo` and :mod:`~agentgym.train.methods.gcd`.
 - :mod:`~agentgym.train.coldstart.sft`, :mod:`~agentgym.train.coldstart.expert`: the SFT cold start.
 - :mod:`~agentgym.train.run.checkpoint`, :mod:`~agentgym.train.run.metrics`: exact resume and logging.
 - :mod:`~agentgym.train.run.threads`: CPU thread count and OpenMP wait policy;

@@ -82,7 +82,7 @@ def trained_extensions(model_dir: str):
     """The extensions a checkpoint was trained with, with its recorded state (none for a directory
     that is not a trainer checkpoint): their ``system_prompt`` is the prompt training used (GCD's
     "Common mistakes" list)."""
-    from agentgym.train.extensions import recorded_extensions
+    from agentgym.train.methods import recorded_extensions
     from agentgym.train.hooks import Extensions
 
     record = trainer_record(model_dir)
@@ -92,7 +92,7 @@ def trained_extensions(model_dir: str):
 def __getattr__(name: str):
     # GCD's own reader of a checkpoint's list lived here once; its home is now the extension's module
     if name == "trained_mistakes":
-        from agentgym.train.extensions.gcd import trained_mistakes
+        from agentgym.train.methods.gcd.extension import trained_mistakes
 
         return trained_mistakes
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

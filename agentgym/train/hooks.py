@@ -28,7 +28,7 @@ cold start (GCD's judge samples once they move here); the cold start does not as
 ``metrics()`` is merged into the step's logged metrics and ``state_dict``/``load_state_dict`` go
 into checkpoints (tensors too: a value head's weights resume bitwise), so extensions resume
 exactly. ``agentgym eval`` rebuilds a checkpoint's extensions the same way
-(:func:`agentgym.train.extensions.recorded_extensions`: the recorded settings, then
+(:func:`agentgym.train.methods.recorded_extensions`: the recorded settings, then
 ``load_state_dict``) and evaluates with their ``system_prompt``, printing ``system_prompt_note()``.
 :class:`Extensions` chains several in order.
 

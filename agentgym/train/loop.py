@@ -68,7 +68,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     from tqdm.auto import tqdm
 
     from agentgym.train.optim import fsdp
-    from agentgym.train.advantages import group_advantages
+    from agentgym.train.methods.grpo import group_advantages
     from agentgym.train.rollout.samples import episode_samples, per_turn
     from agentgym.train.rollout.tasks import StepTasks
 

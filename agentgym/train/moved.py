@@ -58,6 +58,18 @@ MOVED: dict[str, str] = {
     "agentgym.train.fsdp": "agentgym.train.optim.fsdp",
     "agentgym.train.sft": "agentgym.train.coldstart.sft",
     "agentgym.train.expert": "agentgym.train.coldstart.expert",
+    "agentgym.train.advantages": "agentgym.train.methods.grpo",
+    "agentgym.train.vspo": "agentgym.train.methods.vspo",
+    "agentgym.train.gigpo": "agentgym.train.methods.gigpo",
+    "agentgym.train.dapo": "agentgym.train.methods.dapo",
+    "agentgym.train.ppo": "agentgym.train.methods.ppo",
+    "agentgym.train.gcd": "agentgym.train.methods.gcd",
+    "agentgym.train.extensions": "agentgym.train.methods",
+    "agentgym.train.extensions.vspo": "agentgym.train.methods.vspo",
+    "agentgym.train.extensions.gigpo": "agentgym.train.methods.gigpo",
+    "agentgym.train.extensions.dapo": "agentgym.train.methods.dapo",
+    "agentgym.train.extensions.ppo": "agentgym.train.methods.ppo",
+    "agentgym.train.extensions.gcd": "agentgym.train.methods.gcd.extension",
 }
 """Former module path -> the path it lives at now."""
 

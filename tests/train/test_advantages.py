@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from agentgym.train.advantages import group_advantages
+from agentgym.train.methods.grpo import group_advantages
 
 
 def test_grpo_advantages_match_hand_computation():

@@ -1,6 +1,6 @@
 import pytest
 
-from agentgym.train.dapo import DAPO_EPS_HIGH, DAPO_EPS_LOW, dynamic_sampling_mask, has_reward_spread
+from agentgym.train.methods.dapo import DAPO_EPS_HIGH, DAPO_EPS_LOW, dynamic_sampling_mask, has_reward_spread
 from agentgym.train.optim.loss import LossConfig
 
 

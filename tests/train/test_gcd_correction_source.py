@@ -2,8 +2,8 @@
 
 import pytest
 
-from agentgym.train.gcd.correction_source import choose_mistakes, env_text, is_praise
-from agentgym.train.gcd.judge import rule_critique
+from agentgym.train.methods.gcd.correction_source import choose_mistakes, env_text, is_praise
+from agentgym.train.methods.gcd.judge import rule_critique
 from agentgym.train.rollout.episodes import Episode
 
 ENV = ["You are in a kitchen. You see a fridge 1 and a drawer 2. Your task is to: put a cold apple on the table."]
@@ -69,7 +69,7 @@ def test_offline_counts_every_critique_and_asks_no_model():
 
 
 def test_env_text_is_the_envs_own_words_without_the_list_or_echoed_actions():
-    from agentgym.train.gcd.correction import inject_mistakes
+    from agentgym.train.methods.gcd.correction import inject_mistakes
 
     ep = Episode(group=0, task_id="t", group_key="t", system_prompt=inject_mistakes("Answer briefly.", ["zorp"]),
                  instruction="find the key", observations=["A hall.", "No passages match 'kulsep'."])

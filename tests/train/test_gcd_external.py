@@ -6,7 +6,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from agentgym.rewards.judges import JudgeUnavailable as AnswerJudgeUnavailable
-from agentgym.train.gcd.external import ExternalJudge, JudgeUnavailable
+from agentgym.train.methods.gcd.external import ExternalJudge, JudgeUnavailable
 
 SLACK_S = 1.5  # thread start-up and a loaded CI machine
 

@@ -3,7 +3,7 @@ import random
 import numpy as np
 import pytest
 
-from agentgym.train.gcd.labels import balance_labels, step_label_reasons, step_labels
+from agentgym.train.methods.gcd.labels import balance_labels, step_label_reasons, step_labels
 
 
 def test_repeated_observation_marks_every_step_that_went_nowhere():

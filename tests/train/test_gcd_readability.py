@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import agentgym  # noqa: F401  (registers the envs)
-from agentgym.train.gcd.readability import MIN_ITEM_WORDS, Vocabulary, words
+from agentgym.train.methods.gcd.readability import MIN_ITEM_WORDS, Vocabulary, words
 
 THRESHOLD = 0.85  # --gcd.correction-min-readability's default
 
@@ -70,7 +70,7 @@ def test_realistic_garble_scores_below_the_threshold(toolqa_text):
 def test_text_sampled_from_a_freshly_built_tiny_model_is_not_readable(tiny, toolqa_text):
     from agentgym.agents import HFPolicy, SamplingConfig
     from agentgym.train.rollout.chat import ChatEncoder
-    from agentgym.train.gcd.correction import mistakes_summary_prompt
+    from agentgym.train.methods.gcd.correction import mistakes_summary_prompt
 
     model, tokenizer = tiny
     ids = ChatEncoder(tokenizer).prompt_ids(mistakes_summary_prompt(["The action was invalid. Nothing changed."]))

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from agentgym.train.gigpo import combine_advantages, discounted_returns, step_group_advantages
+from agentgym.train.methods.gigpo import combine_advantages, discounted_returns, step_group_advantages
 
 # Task "A": three episodes that start in the same room and meet again later; task "B": one episode
 # whose first observation has the same text as A's but must not join A's step group.

@@ -78,3 +78,20 @@ def test_the_former_rollout_module_names_import_from_the_package_that_took_its_p
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True", "True", "agentgym.train.rollout.chat", "False"]
+
+
+def test_a_moved_package_takes_its_submodules_with_it():
+    from agentgym.train.gcd.judge import parse_verdict
+    from agentgym.train.methods.gcd import judge
+
+    assert parse_verdict is judge.parse_verdict
+    assert new_path("agentgym.train.gcd.judge") == "agentgym.train.methods.gcd.judge"
+    assert new_path("agentgym.train.extensions.gcd") == "agentgym.train.methods.gcd.extension"
+
+
+def test_a_methods_math_and_its_extension_import_from_both_former_paths():
+    from agentgym.train.extensions.vspo import VSPO
+    from agentgym.train.vspo import ValueBuffer
+    from agentgym.train.methods import vspo
+
+    assert (VSPO, ValueBuffer) == (vspo.VSPO, vspo.ValueBuffer)

@@ -7,8 +7,8 @@ import torch
 
 from agentgym.agents.base import Completion
 from agentgym.train.run.config import ConfigError
-from agentgym.train.extensions.ppo import PPOConfig, value_positions
-from agentgym.train.ppo import explained_variance, gae, value_loss, whiten
+from agentgym.train.methods.ppo import PPOConfig, value_positions
+from agentgym.train.methods.ppo import explained_variance, gae, value_loss, whiten
 from agentgym.train.rollout.episodes import Episode, Turn
 from agentgym.train.rollout.samples import episode_samples
 

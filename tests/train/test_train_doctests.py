@@ -5,13 +5,13 @@ import importlib
 
 import pytest
 
-MODULES = ["agentgym.train.advantages", "agentgym.train.vspo", "agentgym.train.dapo", "agentgym.train.gigpo",
+MODULES = ["agentgym.train.methods.grpo", "agentgym.train.methods.vspo", "agentgym.train.methods.dapo", "agentgym.train.methods.gigpo",
            "agentgym.train.rollout.tasks", "agentgym.train.run.config", "agentgym.train.run.flags", "agentgym.train.optim.distributed",
-           "agentgym.rewards.prs", "agentgym.train.gcd.labels", "agentgym.train.gcd.judge",
-           "agentgym.train.gcd.correction", "agentgym.train.gcd.external", "agentgym.train.gcd.steps",
-           "agentgym.train.gcd.coldstart", "agentgym.train.gcd.readability", "agentgym.train.gcd.correction_source",
+           "agentgym.rewards.prs", "agentgym.train.methods.gcd.labels", "agentgym.train.methods.gcd.judge",
+           "agentgym.train.methods.gcd.correction", "agentgym.train.methods.gcd.external", "agentgym.train.methods.gcd.steps",
+           "agentgym.train.methods.gcd.coldstart", "agentgym.train.methods.gcd.readability", "agentgym.train.methods.gcd.correction_source",
            "agentgym.train.coldstart.sft", "agentgym.train.coldstart.expert", "agentgym.train.run.presets", "agentgym.train.run.state",
-           "agentgym.train.run.view", "agentgym.train.ppo", "agentgym.train.moved"]
+           "agentgym.train.run.view", "agentgym.train.methods.ppo", "agentgym.train.moved"]
 
 
 @pytest.mark.parametrize("name", MODULES)

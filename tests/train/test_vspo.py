@@ -5,15 +5,15 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from agentgym.train.vspo import (
-                                 TaskRecord,
-                                 ValueBuffer,
-                                 groups_to_replace,
-                                 is_zero_advantage,
-                                 reuse_scale,
-                                 smooth_advantages,
-                                 task_value,
-                                 )
+from agentgym.train.methods.vspo import (
+                                         TaskRecord,
+                                         ValueBuffer,
+                                         groups_to_replace,
+                                         is_zero_advantage,
+                                         reuse_scale,
+                                         smooth_advantages,
+                                         task_value,
+                                         )
 
 
 def test_task_value_by_hand():

@@ -52,7 +52,7 @@ def test_renamed_method_flags_keep_their_former_spellings(capsys):
 
 
 def test_the_losses_are_one_class_and_the_judges_is_its_own_instance():
-    from agentgym.train.extensions import GCD
+    from agentgym.train.methods import GCD
 
     config = gcd.defaults()
     assert type(config.optim.loss) is type(config.gcd.judge_loss) is cfgmod.LossConfig

@@ -17,8 +17,8 @@ from safetensors.torch import load_file
 
 import gcd
 from agentgym.train.run.config import SFTRunConfig, build
-from agentgym.train.gcd.correction import MISTAKES_HEADER
-from agentgym.train.gcd.judge import parse_verdict
+from agentgym.train.methods.gcd.correction import MISTAKES_HEADER
+from agentgym.train.methods.gcd.judge import parse_verdict
 from agentgym.train.coldstart.sft import _recipe, read_record, run_sft
 from agentgym.train.run.state_file import read_state
 from trainer_helpers import TOOLQA_SMALL, small_config
@@ -74,7 +74,7 @@ def test_gcd_resume_with_its_mistakes_list_matches_an_uninterrupted_run_bitwise(
 
 
 def test_system_prompt_of_later_episodes_carries_the_list(tmp_path):
-    from agentgym.train.extensions import GCD, GCDConfig
+    from agentgym.train.methods import GCD, GCDConfig
 
     ext = GCD(GCDConfig(**JUDGE))
     gcd.train(small_config(tmp_path, cls=gcd.GCDTrainConfig, num_steps=1, gcd=JUDGE), [ext], name="gcd")
@@ -153,7 +153,7 @@ def test_held_out_evaluation_and_agentgym_eval_use_the_trained_list(tmp_path, ca
     ckpt = str(tmp_path / "run" / "checkpoints" / "step_1")
     assert trained_mistakes(ckpt) == ["the action was invalid"]
     # the trainer's held-out evaluation passes the extensions' rewrite down to every episode
-    from agentgym.train.extensions import GCD, GCDConfig
+    from agentgym.train.methods import GCD, GCDConfig
 
     ext = GCD(GCDConfig(**JUDGE))
     ext.correction.update(1, trained_mistakes(ckpt))

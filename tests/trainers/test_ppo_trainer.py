@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 import ppo
 from agentgym.train.run.checkpoint_record import read_checkpoint
 from agentgym.train.run.config import ConfigError, TrainConfig, build
-from agentgym.train.extensions import PPO, recorded_extensions
+from agentgym.train.methods import PPO, recorded_extensions
 from agentgym.train.loop import train
 from trainer_helpers import small_config
 

@@ -123,12 +123,12 @@ def chats(seed: int, fraction: float) -> bool:
 
 
 def judge_samples(cfg: SFTRunConfig, encoder):
-    """GCD's cold-start judge samples (:mod:`agentgym.train.gcd.coldstart`), played on the cold
+    """GCD's cold-start judge samples (:mod:`agentgym.train.methods.gcd.coldstart`), played on the cold
     start's own tasks so RL's task split stays as it is; returns (samples, stats)."""
     import gymnasium as gym
 
     import agentgym  # noqa: F401  registers the envs
-    from agentgym.train.gcd.coldstart import judge_cold_start_samples
+    from agentgym.train.methods.gcd.coldstart import judge_cold_start_samples
     from agentgym.train.rollout.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
 
     cfg = resolved(cfg)

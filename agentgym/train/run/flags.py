@@ -342,7 +342,7 @@ def from_recorded(group_cls: type[C], values: Mapping[str, Any]) -> C:
     judge loss keeps its ``seq-mean``), a former name read as its setting's current one, a key this
     version does not know left out.
 
-    >>> from agentgym.train.extensions.gigpo import GiGPOConfig
+    >>> from agentgym.train.methods.gigpo import GiGPOConfig
     >>> from_recorded(GiGPOConfig, {"std_normalize": False, "omega": 0.5, "gone": 1}).step_std_normalize
     False
     """

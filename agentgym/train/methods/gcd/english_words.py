@@ -1,5 +1,5 @@
 """Common English words, in their base forms: the general vocabulary a readable "Common mistakes"
-list is written in (:mod:`agentgym.train.gcd.readability` adds inflections and the env's own
+list is written in (:mod:`agentgym.train.methods.gcd.readability` adds inflections and the env's own
 words). Grouped by kind only to keep the list easy to read and extend; the last group is the
 vocabulary of agents in text environments.
 """

@@ -9,7 +9,7 @@ training and evaluation prompt. The test here is cheap, deterministic and needs 
   and punctuation are not words and count neither way.
 - A word is *real* when it, or its stem without one common English prefix (``un-``, ``re-``...)
   and/or suffix (``-s``, ``-ed``, ``-ing``, ``-ly``, ``-ness``...), is in the :class:`Vocabulary`:
-  about 2,000 common English words (:mod:`~agentgym.train.gcd.english_words`), the words of the
+  about 2,000 common English words (:mod:`~agentgym.train.methods.gcd.english_words`), the words of the
   project's own judge and summary instructions and critique templates, and the env's own text
   (system prompts, tasks, first observations). The critiques themselves are not a source: at
   small scale they are the garbled text.
@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Sequence
 
-from agentgym.train.gcd.english_words import COMMON_WORDS
+from agentgym.train.methods.gcd.english_words import COMMON_WORDS
 
 MIN_ITEM_WORDS = 2
 """Fewest words of a readable item: a mistake to avoid is a phrase, not a lone word."""
@@ -46,8 +46,8 @@ _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 def _project_text() -> list[str]:
     # the instructions the model is given and the critique templates its cold start teaches
-    from agentgym.train.gcd.correction import MISTAKES_HEADER, SUMMARY_INSTRUCTIONS
-    from agentgym.train.gcd.judge import JUDGE_INSTRUCTIONS, rule_critique
+    from agentgym.train.methods.gcd.correction import MISTAKES_HEADER, SUMMARY_INSTRUCTIONS
+    from agentgym.train.methods.gcd.judge import JUDGE_INSTRUCTIONS, rule_critique
 
     critiques = [rule_critique("", "", "bad", r) for r in ("invalid", "revisit", None)]
     critiques += [rule_critique("", "", "good", r) for r in ("solved", None)]

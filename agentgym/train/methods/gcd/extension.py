@@ -3,7 +3,7 @@ its own steps, and the mistakes its critiques name go into later system prompts.
 
 Each step, after the policy's advantages:
 
-1. Steps of the batch are labelled by rule (:func:`~agentgym.train.gcd.steps.labelled_steps`:
+1. Steps of the batch are labelled by rule (:func:`~agentgym.train.methods.gcd.steps.labelled_steps`:
    bad if invalid or its start state comes back later, good if it ended a successful episode);
    with ``judge_url``, an external judge labels up to ``external_steps`` unlabelled steps too.
 2. The labels are balanced (``balance``) and capped at ``max_judged_steps`` steps.
@@ -15,7 +15,7 @@ Each step, after the policy's advantages:
    ``correction_every`` steps they are summarized into a "Common mistakes" list, by the model
    itself or the external judge, or counted offline (``correction_source``; ``auto`` uses the
    model's list only when it reads as text and otherwise counts the readable critique phrases:
-   :mod:`agentgym.train.gcd.correction_source`). The list goes into every later episode's system
+   :mod:`agentgym.train.methods.gcd.correction_source`). The list goes into every later episode's system
    prompt, into ``OUTPUT_DIR/gcd_mistakes.jsonl`` when it changes, and into checkpoints with its
    source.
 """
@@ -33,11 +33,11 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from agentgym.train.run.config import ConfigError, LossConfig
-from agentgym.train.gcd.correction import CorrectionState, mistakes_summary_prompt, parse_mistakes
-from agentgym.train.gcd.correction_source import CORRECTION_SOURCES, MistakesChoice, choose_mistakes, env_text
-from agentgym.train.gcd.judge import critique_of, judge_prompt, judge_reward, parse_verdict
-from agentgym.train.gcd.labels import BAD, BALANCE_MODES, GOOD, balance_labels
-from agentgym.train.gcd.steps import JudgedStep, cap_steps, judgment_metrics, labelled_steps
+from agentgym.train.methods.gcd.correction import CorrectionState, mistakes_summary_prompt, parse_mistakes
+from agentgym.train.methods.gcd.correction_source import CORRECTION_SOURCES, MistakesChoice, choose_mistakes, env_text
+from agentgym.train.methods.gcd.judge import critique_of, judge_prompt, judge_reward, parse_verdict
+from agentgym.train.methods.gcd.labels import BAD, BALANCE_MODES, GOOD, balance_labels
+from agentgym.train.methods.gcd.steps import JudgedStep, cap_steps, judgment_metrics, labelled_steps
 from agentgym.train.hooks import SampleKind, StepContext, TrainerExtension
 from agentgym.train.rollout.samples import Sample
 
@@ -155,7 +155,7 @@ class GCD(TrainerExtension):
     def _external_judge(self):
         if not self.cfg.judge_url:
             return None
-        from agentgym.train.gcd.external import ExternalJudge
+        from agentgym.train.methods.gcd.external import ExternalJudge
 
         key = os.environ.get(self.cfg.judge_api_key_env) if self.cfg.judge_api_key_env else None
         return ExternalJudge(self.cfg.judge_url, self.cfg.judge_model, timeout=self.cfg.judge_timeout,
@@ -186,7 +186,7 @@ class GCD(TrainerExtension):
         m["gcd/labels_bad"] = float(sum(label == BAD for label, _ in kept))
         samples = self._judge_samples(ctx, kept, critiques, m)
         if self.cfg.correction_rule_critiques:
-            from agentgym.train.gcd.judge import rule_critique
+            from agentgym.train.methods.gcd.judge import rule_critique
 
             critiques += [rule_critique(s.observation, s.action, BAD, s.reason) for label, s in items
                           if label == BAD and s.reason is not None]
@@ -212,7 +212,7 @@ class GCD(TrainerExtension):
 
     # ----- labels from the external judge -----
     def _external_labels(self, ctx, items, critiques, m):
-        from agentgym.train.gcd.external import JudgeUnavailable
+        from agentgym.train.methods.gcd.external import JudgeUnavailable
 
         open_steps = [j for j, (label, _) in enumerate(items) if label is None]
         if len(open_steps) > self.cfg.external_steps:
@@ -247,7 +247,7 @@ class GCD(TrainerExtension):
     # ----- the judge task -----
     def _judge_samples(self, ctx, kept: list[tuple[str, JudgedStep]], critiques: list[str], m) -> list[Sample]:
         from agentgym.agents import SamplingConfig
-        from agentgym.train.advantages import group_advantages
+        from agentgym.train.methods.grpo import group_advantages
         from agentgym.train.rollout.chat import ChatEncoder
 
         m.update({"gcd/judge_samples": 0.0, "time/judge_generate": 0.0, "tokens/judge_generated": 0.0,
@@ -366,7 +366,7 @@ class GCD(TrainerExtension):
         n = self.cfg.correction_items
         if self.judge is None:
             return parse_mistakes(self._self_summary(ctx, critiques), n), "self"
-        from agentgym.train.gcd.external import JudgeUnavailable
+        from agentgym.train.methods.gcd.external import JudgeUnavailable
 
         try:
             return self.judge.summarize_mistakes(critiques, n), "external"
@@ -437,7 +437,7 @@ def trained_mistakes(model_dir: str) -> list[str]:
 
 def gcd_extensions(config) -> list[TrainerExtension]:
     """The extensions of a GCD run: GiGPO first when ``config.gcd.base == "gigpo"``, then GCD."""
-    from agentgym.train.extensions.gigpo import GiGPO
+    from agentgym.train.methods.gigpo import GiGPO
 
     base = [GiGPO(getattr(config, "gigpo", None))] if config.gcd.base == "gigpo" else []
     return base + [GCD(config.gcd)]

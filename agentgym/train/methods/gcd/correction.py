@@ -52,7 +52,7 @@ def _one_line(text: str) -> str:
 def mistake_phrase(critique: str) -> str:
     """A critique reduced to the phrase :func:`summarize_mistakes` counts: its first sentence,
     lowercased, on one line, without trailing punctuation. Critiques written by
-    :func:`~agentgym.train.gcd.judge.rule_critique` put the kind of mistake in that sentence and
+    :func:`~agentgym.train.methods.gcd.judge.rule_critique` put the kind of mistake in that sentence and
     the specifics after it, so the same mistake on different objects counts once.
 
     >>> mistake_phrase("  The action was INVALID!  Nothing changed.")

@@ -2,7 +2,7 @@
 
 Rule labels give few good steps (one per successful episode); a stronger model can label more, as
 the paper does with a large hosted model. :class:`ExternalJudge` asks it the same question the
-actor answers (:func:`~agentgym.train.gcd.judge.judge_prompt`) and reads the reply with the same
+actor answers (:func:`~agentgym.train.methods.gcd.judge.judge_prompt`) and reads the reply with the same
 strict parser, and can also write the "Common mistakes" summary.
 
 Each call is bounded (:mod:`agentgym.http_request`): every attempt gets at most ``timeout`` seconds
@@ -26,8 +26,8 @@ from typing import Sequence
 from agentgym import http_request
 from agentgym.http_request import RETRY_STATUS
 from agentgym.rewards.judges import JudgeUnavailable
-from agentgym.train.gcd.correction import mistakes_summary_prompt, parse_mistakes
-from agentgym.train.gcd.judge import critique_of, judge_prompt, parse_verdict
+from agentgym.train.methods.gcd.correction import mistakes_summary_prompt, parse_mistakes
+from agentgym.train.methods.gcd.judge import critique_of, judge_prompt, parse_verdict
 
 __all__ = ["ExternalJudge", "JudgeUnavailable", "RETRY_STATUS", "StepJudgment"]
 
@@ -42,7 +42,7 @@ class StepJudgment:
     verdict: str | None
     """``"good"``, ``"bad"``, or None when the reply had no single well-formed verdict."""
     critique: str
-    """The reply's text before the verdict (:func:`~agentgym.train.gcd.judge.critique_of`)."""
+    """The reply's text before the verdict (:func:`~agentgym.train.methods.gcd.judge.critique_of`)."""
     text: str
     """The whole reply."""
 
@@ -98,7 +98,7 @@ class ExternalJudge:
 
     def summarize_mistakes(self, critiques: Sequence[str], max_items: int = 5) -> list[str]:
         """The judge's "Common mistakes" list for these critiques; ``[]`` when its reply holds no
-        list (fall back to :func:`~agentgym.train.gcd.correction.summarize_mistakes` then)."""
+        list (fall back to :func:`~agentgym.train.methods.gcd.correction.summarize_mistakes` then)."""
         return parse_mistakes(self.complete(mistakes_summary_prompt(critiques, max_items)), max_items)
 
     def complete(self, messages: list[dict[str, str]]) -> str:

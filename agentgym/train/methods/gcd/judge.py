@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from agentgym.train.gcd.correction import inject_mistakes
-from agentgym.train.gcd.labels import BAD, GOOD, REASON_INVALID, REASON_REVISIT, REASON_SOLVED
+from agentgym.train.methods.gcd.correction import inject_mistakes
+from agentgym.train.methods.gcd.labels import BAD, GOOD, REASON_INVALID, REASON_REVISIT, REASON_SOLVED
 
 VERDICTS = (GOOD, BAD)
 
@@ -158,10 +158,10 @@ def _snippet(text: str, limit: int = 80) -> str:
 def rule_critique(observation: str, action: str, label: str, reason: str | None) -> str:
     """A short templated critique for a rule-labelled step, for cold-start judge data.
 
-    ``reason`` comes from :func:`~agentgym.train.gcd.labels.step_label_reasons`; None (a label
+    ``reason`` comes from :func:`~agentgym.train.methods.gcd.labels.step_label_reasons`; None (a label
     from an external judge, say) gives a generic sentence. The first sentence names the kind of
     mistake and the rest the specifics, which is what
-    :func:`~agentgym.train.gcd.correction.summarize_mistakes` counts on.
+    :func:`~agentgym.train.methods.gcd.correction.summarize_mistakes` counts on.
 
     >>> rule_critique("You are in the hall.", "go north", "bad", "invalid")
     'The action was invalid. The environment did not accept "go north" here, so nothing changed.'

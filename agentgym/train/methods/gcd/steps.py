@@ -1,6 +1,6 @@
 """Which steps of a rollout batch the judge trains on, and how its judgments scored (SPEC §4.4).
 
-:func:`labelled_steps` reads the rule labels (:mod:`~agentgym.train.gcd.labels`) off every played
+:func:`labelled_steps` reads the rule labels (:mod:`~agentgym.train.methods.gcd.labels`) off every played
 episode; :func:`cap_steps` keeps at most a step budget of the balanced ones without tipping the
 balance; :func:`judgment_metrics` scores k judgments per step against the labels.
 
@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from agentgym.train.gcd.labels import BAD, GOOD, step_label_reasons
+from agentgym.train.methods.gcd.labels import BAD, GOOD, step_label_reasons
 
 
 @dataclass(frozen=True)

@@ -1,30 +1,33 @@
-"""The methods built on the GRPO loop, each a :class:`~agentgym.train.hooks.TrainerExtension`
-with a config dataclass the trainer scripts add to :class:`~agentgym.train.run.config.TrainConfig`.
+"""GRPO and the methods built on it, each in one place: its math and its extension.
 
+- :mod:`.grpo`: group-relative advantages, the baseline the loop computes (the loop with no
+  extension is GRPO) and every other method reshapes.
 - :mod:`.vspo`: VSPO, value-based resampling of zero-advantage groups and value-smoothing clipping.
 - :mod:`.gigpo`: GiGPO, step groups by anchor state and ``A = A_episode + omega * A_step``.
 - :mod:`.dapo`: DAPO's dynamic sampling (groups with reward spread only, oversampled to fill).
-- :mod:`.gcd`: GCD, the actor co-trained as a generative judge of its steps, plus prompt-based
-  correction (on GRPO, or chained after GiGPO).
 - :mod:`.ppo`: PPO, a value head on the policy trained with it, and GAE over turns instead of the
   group baseline.
+- :mod:`.gcd`: GCD, the actor co-trained as a generative judge of its steps, plus prompt-based
+  correction (on GRPO, or chained after GiGPO): a package of small pure modules and
+  :mod:`.gcd.extension`.
 
-The math of each lives in a small pure module beside the loop (``agentgym.train.vspo``,
-``agentgym.train.gigpo``, ``agentgym.train.dapo``, ``agentgym.train.ppo``, the package
-``agentgym.train.gcd``); these files only wire it into a step.
+Each method's math is small functions with doctests, and its extension a
+:class:`~agentgym.train.hooks.TrainerExtension` with a config dataclass the trainer scripts add to
+:class:`~agentgym.train.run.config.TrainConfig` (``--vspo.*``). :data:`BY_NAME` lists the
+extensions; :func:`recorded_extensions` rebuilds those a checkpoint trained with.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from agentgym.train.extensions.dapo import DAPO, DAPOConfig
-from agentgym.train.extensions.gcd import GCD, GCDConfig, gcd_extensions
-from agentgym.train.extensions.gigpo import GiGPO, GiGPOConfig
-from agentgym.train.extensions.ppo import PPO, PPOConfig
-from agentgym.train.extensions.vspo import VSPO, VSPOConfig
-from agentgym.train.run.flags import from_recorded
 from agentgym.train.hooks import Extensions
+from agentgym.train.methods.dapo import DAPO, DAPOConfig
+from agentgym.train.methods.gcd.extension import GCD, GCDConfig, gcd_extensions
+from agentgym.train.methods.gigpo import GiGPO, GiGPOConfig
+from agentgym.train.methods.ppo import PPO, PPOConfig
+from agentgym.train.methods.vspo import VSPO, VSPOConfig
+from agentgym.train.run.flags import from_recorded
 
 BY_NAME = {"vspo": (VSPO, VSPOConfig), "gigpo": (GiGPO, GiGPOConfig), "dapo": (DAPO, DAPOConfig),
            "gcd": (GCD, GCDConfig), "ppo": (PPO, PPOConfig)}

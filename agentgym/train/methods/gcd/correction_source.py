@@ -3,10 +3,10 @@ offline from the critiques (``--gcd.correction-source``, SPEC §4.4).
 
 - ``model``: the model's list (the actor's own, or the external judge's), whatever it reads like;
   a reply without a list falls back to counting every critique's phrase offline.
-- ``offline``: the most frequent critique phrases (:func:`~agentgym.train.gcd.correction.summarize_mistakes`);
+- ``offline``: the most frequent critique phrases (:func:`~agentgym.train.methods.gcd.correction.summarize_mistakes`);
   no model is asked.
 - ``auto`` (default): the model's list when its readability
-  (:meth:`~agentgym.train.gcd.readability.Vocabulary.list_score`) reaches ``min_readability``;
+  (:meth:`~agentgym.train.methods.gcd.readability.Vocabulary.list_score`) reaches ``min_readability``;
   otherwise the offline count of the critiques that name a mistake in readable text. A small
   model's critiques are garbled as often as its summary, and it opens many a critique of a bad
   step with the praise its cold start taught for good ones ("The action solved the task.", or a
@@ -28,11 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from agentgym.train.gcd.correction import mistake_phrase, summarize_mistakes, without_mistakes
-from agentgym.train.gcd.english_words import FUNCTION_WORDS
-from agentgym.train.gcd.judge import rule_critique
-from agentgym.train.gcd.labels import GOOD, REASON_SOLVED
-from agentgym.train.gcd.readability import Vocabulary, words
+from agentgym.train.methods.gcd.correction import mistake_phrase, summarize_mistakes, without_mistakes
+from agentgym.train.methods.gcd.english_words import FUNCTION_WORDS
+from agentgym.train.methods.gcd.judge import rule_critique
+from agentgym.train.methods.gcd.labels import GOOD, REASON_SOLVED
+from agentgym.train.methods.gcd.readability import Vocabulary, words
 
 CORRECTION_SOURCES = ("auto", "model", "offline")
 """Values of ``--gcd.correction-source``."""
@@ -61,7 +61,7 @@ _PRAISE_WORDS = frozenset(w for p in PRAISE for w in words(p)) - FUNCTION_WORDS
 
 def is_praise(phrase: str) -> bool:
     """Whether ``phrase`` is the praise of a good step, garbled or not: all its content words
-    (those not in :data:`~agentgym.train.gcd.english_words.FUNCTION_WORDS`) come from
+    (those not in :data:`~agentgym.train.methods.gcd.english_words.FUNCTION_WORDS`) come from
     :data:`PRAISE`, and it negates nothing.
 
     >>> [is_praise(p) for p in ["the action solved the task", "the was solved the task",
@@ -75,7 +75,7 @@ def is_praise(phrase: str) -> bool:
 
 
 def names_a_mistake(critique: str, vocab: Vocabulary, min_readability: float) -> bool:
-    """Whether ``critique``'s phrase (:func:`~agentgym.train.gcd.correction.mistake_phrase`) reads
+    """Whether ``critique``'s phrase (:func:`~agentgym.train.methods.gcd.correction.mistake_phrase`) reads
     as text and is not the praise of a good step.
 
     >>> vocab = Vocabulary()

@@ -13,9 +13,9 @@ action is replaced by
 
 The real env plays every step, and the labels are read off what it answered (``action_valid``,
 the observations), never assumed from the slip: a "bad" label is one the env confirmed.
-Each labelled step becomes one sample: the judge prompt (:func:`~agentgym.train.gcd.judge.judge_prompt`)
-with no loss, then :func:`~agentgym.train.gcd.judge.judge_sft_target` of a
-:func:`~agentgym.train.gcd.judge.rule_critique` with loss. The classes are balanced.
+Each labelled step becomes one sample: the judge prompt (:func:`~agentgym.train.methods.gcd.judge.judge_prompt`)
+with no loss, then :func:`~agentgym.train.methods.gcd.judge.judge_sft_target` of a
+:func:`~agentgym.train.methods.gcd.judge.rule_critique` with loss. The classes are balanced.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from agentgym.train.gcd.judge import judge_prompt, judge_sft_target, rule_critique
-from agentgym.train.gcd.labels import balance_labels, step_label_reasons
-from agentgym.train.gcd.steps import cap_steps
+from agentgym.train.methods.gcd.judge import judge_prompt, judge_sft_target, rule_critique
+from agentgym.train.methods.gcd.labels import balance_labels, step_label_reasons
+from agentgym.train.methods.gcd.steps import cap_steps
 
 KINDS = ("expert", "invalid", "detour")
 """How each played episode goes, in turn: one clean expert episode to two with a slip."""
