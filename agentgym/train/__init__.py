@@ -1,24 +1,22 @@
-"""The trainer core every script in ``trainers/`` shares.
+"""The trainer core every script in ``trainers/`` shares, grouped by concern.
 
-- :mod:`~agentgym.train.run.config`: every trainer's settings, nested dataclasses parsed by ``tyro``;
-  :mod:`~agentgym.train.run.flags`: their flags and flat names, one of each per setting.
-- :mod:`~agentgym.train.loop`: the RL loop (``train(config, extensions)``).
-- :mod:`~agentgym.train.rollout.collector`, :mod:`~agentgym.train.rollout.episodes`, :mod:`~agentgym.train.rollout.envs`:
-  play grouped episodes with a policy, keeping every token.
-- :mod:`~agentgym.train.rollout.generators`: what samples the rollouts (``--generator hf|vllm|openai``) and
-  how the trained weights reach it.
-- :mod:`~agentgym.train.rollout.tasks`: the task stream, kept apart from the cold start's tasks.
-- :mod:`~agentgym.train.rollout.chat`, :mod:`~agentgym.train.rollout.samples`: the ``concat`` and ``window`` layouts.
-- :mod:`~agentgym.train.methods.grpo`, :mod:`~agentgym.train.optim.loss`, :mod:`~agentgym.train.optim.update`:
-  GRPO advantages, PPO-clip / CISPO with k3 KL, one optimizer step.
-- :mod:`~agentgym.train.hooks`, :mod:`~agentgym.train.methods`: how VSPO, GiGPO, DAPO, GCD and
-  PPO plug in, reading the run through a :mod:`~agentgym.train.run.view`; their math in
-  :mod:`~agentgym.train.methods.vspo`, :mod:`~agentgym.train.methods.gigpo`, :mod:`~agentgym.train.methods.dapo`,
-  :mod:`~agentgym.train.methods.ppo` and :mod:`~agentgym.train.methods.gcd`.
-- :mod:`~agentgym.train.coldstart.sft`, :mod:`~agentgym.train.coldstart.expert`: the SFT cold start.
-- :mod:`~agentgym.train.run.checkpoint`, :mod:`~agentgym.train.run.metrics`: exact resume and logging.
-- :mod:`~agentgym.train.run.threads`: CPU thread count and OpenMP wait policy;
-  :mod:`~agentgym.train.run.env_check`: the env settings checked before a run starts.
+- :mod:`~agentgym.train.loop`: the RL loop, ``train(config, extensions)``: setup, then per step
+  rollout, advantages, update, log and checkpoint, then a held-out evaluation.
+- :mod:`~agentgym.train.hooks`: the extension seam (``TrainerExtension``, ``StepContext``,
+  ``MicroBatch``) every method plugs in through, reading the run through a
+  :class:`~agentgym.train.run.view.RunView`.
+- :mod:`~agentgym.train.evaluate`: ``agentgym eval`` and the held-out evaluation.
+- :mod:`~agentgym.train.run`: one run's settings (``config``, ``flags``, ``presets``,
+  ``env_check``), its setup, state and view, checkpoints, metrics and CPU threads.
+- :mod:`~agentgym.train.rollout`: grouped episodes with every token kept (``episodes``,
+  ``collector``, ``envs``), what samples them (``generators``), the task stream (``tasks``), the
+  token layouts and training samples (``chat``, ``samples``), per-step statistics (``stats``).
+- :mod:`~agentgym.train.optim`: the policy loss, one update, data-parallel training and FSDP.
+- :mod:`~agentgym.train.methods`: GRPO's advantages and each method built on them (VSPO, GiGPO,
+  DAPO, PPO, GCD), its math and its extension in one module (GCD: one package).
+- :mod:`~agentgym.train.coldstart`: the SFT cold start on expert episodes.
+- :mod:`~agentgym.train.moved`: the modules' former paths (the layout before these groups), which
+  still import.
 
 Importing this package does not import torch; the modules that need it do. It does set
 ``OMP_WAIT_POLICY=PASSIVE`` (unless set already) for the OpenMP runtime torch will load, so that

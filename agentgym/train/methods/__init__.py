@@ -40,7 +40,8 @@ def recorded_extensions(config: Mapping[str, Any], state: Mapping[str, Any]) -> 
     ``CheckpointRecord.config``) and loaded with their recorded ``state`` (by name): what evaluation
     needs to prompt a checkpoint as its training did. Extensions this package does not define (a
     user's own) are left out; settings a newer or older version does not know are ignored, and a
-    setting recorded under its former name is read as the current one (:func:`~agentgym.train.run.flags.from_recorded`)."""
+    setting recorded under its former name is read as the current one
+    (:func:`~agentgym.train.run.flags.from_recorded`)."""
     rebuilt = []
     for name in state:
         if name not in BY_NAME:
