@@ -15,6 +15,13 @@ from agentgym.train.moved import BECAME_PACKAGE, MOVED, new_path
 TRAIN = Path(agentgym.train.__file__).parent
 
 
+def _fresh(code: str) -> str:
+    """What ``code`` prints in a fresh interpreter (no module of this process's imports)."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_every_former_path_imports_in_a_fresh_interpreter_as_the_module_it_moved_to():
     code = ("import importlib, json, sys; from agentgym.train.moved import MOVED\n"
             "out = {}\n"
@@ -23,9 +30,7 @@ def test_every_former_path_imports_in_a_fresh_interpreter_as_the_module_it_moved
             "    out[old] = [module is importlib.import_module(new), module.__name__, module.__spec__.name,\n"
             "                sys.modules[old] is sys.modules[new]]\n"
             "print(json.dumps(out))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout.splitlines()[-1])
+    seen = json.loads(_fresh(code).splitlines()[-1])
     assert seen == {old: [True, new, new, True] for old, new in MOVED.items()}
 
 
@@ -75,9 +80,7 @@ def test_the_former_rollout_module_names_import_from_the_package_that_took_its_p
             "import agentgym.train.rollout as r, agentgym.train.rollout.episodes as e\n"
             "print(Episode is e.Episode, collect_episodes is e.collect_episodes, r.by_group is e.by_group,\n"
             "      chat.__name__, hasattr(r, 'no_such_name'))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "True", "True", "agentgym.train.rollout.chat", "False"]
+    assert _fresh(code).split() == ["True", "True", "True", "agentgym.train.rollout.chat", "False"]
 
 
 def test_a_moved_package_takes_its_submodules_with_it():
