@@ -10,7 +10,8 @@ MODULES = [
     "agentgym.envs.toolqa.env", "agentgym.rewards.fact_check", "agentgym.envs.interpreter_commands",
     "agentgym.extras", "agentgym.envs.arguments", "agentgym.envs.parsing", "agentgym.envs.observations",
     "agentgym.http_request", "agentgym.rewards.claims",
-    "agentgym.rewards.components", "agentgym.vector.options",
+    "agentgym.rewards.components", "agentgym.vector.options", "agentgym.envs.alfworld.search_expert",
+    "agentgym.agents.tiny",
 ]
 
 

@@ -23,7 +23,7 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -85,25 +85,52 @@ def default_cache_dir() -> Path:
     return Path(root) / "models"
 
 
-def env_corpus(env_ids: Sequence[str], episodes_per_env: int = 64, seed: int = 0) -> list[str]:
+VIEW_KEYS = ("observation", "history", "action_format", "mark_played")
+"""The env options that change what a policy reads in an embodied env's observations."""
+
+
+def view_kwargs(env_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The observation options of ``env_kwargs`` when any is on (``observation="history+admissible"``,
+    ``action_format="choice"``, ``mark_played=True``), else ``{}``.
+
+    A tiny model's tokenizer is trained on episodes played with these, so the words and numbers
+    its prompts are made of (``Admissible``, ``(done)``, ``12.``) are tokens of their own. Other
+    keywords (ToolQA's preset included) leave the corpus as it always was.
+
+    >>> view_kwargs({"observation": "history+admissible", "history": 1, "max_turns": 10})
+    {'observation': 'history+admissible', 'history': 1}
+    >>> view_kwargs({"action_format": "tags", "top_k": 1})
+    {}
+    """
+    kw = dict(env_kwargs or {})
+    on = kw.get("observation", "raw") != "raw" or kw.get("action_format") == "choice" or kw.get("mark_played")
+    return {k: kw[k] for k in VIEW_KEYS if k in kw} if on else {}
+
+
+def env_corpus(env_ids: Sequence[str], episodes_per_env: int = 64, seed: int = 0,
+               views: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
     """Text of expert episodes: system prompts, observations and expert actions.
 
+    ``views``: per env id, observation options (:func:`view_kwargs`) the episodes are played with.
     An env that cannot be made here (engine not installed) is skipped. The text is the tiny model's
     cache key, so it is played once per process (an embodied env's expert takes seconds).
     """
-    return list(_env_corpus(tuple(env_ids), episodes_per_env, seed))
+    views = views or {}
+    frozen = tuple(tuple(sorted(dict(views.get(env_id) or {}).items())) for env_id in env_ids)
+    return list(_env_corpus(tuple(env_ids), episodes_per_env, seed, frozen))
 
 
 @functools.lru_cache(maxsize=8)
-def _env_corpus(env_ids: tuple[str, ...], episodes_per_env: int, seed: int) -> tuple[str, ...]:
+def _env_corpus(env_ids: tuple[str, ...], episodes_per_env: int, seed: int,
+                views: tuple = ()) -> tuple[str, ...]:
     import gymnasium as gym
 
     import agentgym  # noqa: F401  registers the envs
 
     texts: list[str] = []
-    for env_id in env_ids:
+    for env_id, view in zip(env_ids, views or ((),) * len(env_ids)):
         try:
-            env = gym.make(env_id, expert=True)
+            env = gym.make(env_id, expert=True, **dict(view))
         except Exception:  # a missing optional engine: build from the other envs' text
             continue
         try:
@@ -180,15 +207,18 @@ def build_tiny_model(
     cache_dir: str | os.PathLike | None = None,
     episodes_per_env: int = 64,
     force: bool = False,
+    views: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Path:
     """Build (or find in the cache) a tiny model and return the directory it is saved in.
 
-    The directory loads with ``AutoModelForCausalLM.from_pretrained`` and ``AutoTokenizer.from_pretrained``.
+    ``views``: per env id, the observation options its tokenizer corpus is played with
+    (:func:`view_kwargs`). The directory loads with ``AutoModelForCausalLM.from_pretrained`` and
+    ``AutoTokenizer.from_pretrained``.
     """
     cfg = SIZES[size] if isinstance(size, str) else size
     if isinstance(size, str) and size not in SIZES:
         raise ValueError(f"size must be one of {sorted(SIZES)} or a TinyConfig, got {size!r}")
-    texts = _BASE_TEXT + env_corpus(env_ids, episodes_per_env)
+    texts = _BASE_TEXT + env_corpus(env_ids, episodes_per_env, views=views)
     key = hashlib.sha256(json.dumps([BUILD_VERSION, _key_fields(cfg), texts]).encode("utf-8")).hexdigest()[:12]
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     out = root / f"tiny-{cfg.arch}-h{cfg.hidden_size}-l{cfg.num_layers}-{key}"
@@ -211,8 +241,10 @@ def build_tiny_model(
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        (tmp / "agentgym_tiny.json").write_text(json.dumps({"config": asdict(cfg), "env_ids": list(env_ids),
-                                                            "num_texts": len(texts)}, indent=1))
+        record = {"config": asdict(cfg), "env_ids": list(env_ids), "num_texts": len(texts)}
+        if views:
+            record["views"] = {k: dict(v) for k, v in views.items()}
+        (tmp / "agentgym_tiny.json").write_text(json.dumps(record, indent=1))
         if force and out.exists():
             shutil.rmtree(out)
         try:
@@ -225,12 +257,18 @@ def build_tiny_model(
     return out
 
 
-def resolve_model_path(model: str, env_ids: Sequence[str] = ("ToolQA-v0",)) -> str:
-    """``tiny``/``tiny-small`` -> a built tiny model's directory; anything else is returned unchanged."""
+def resolve_model_path(model: str, env_ids: Sequence[str] = ("ToolQA-v0",),
+                       env_kwargs: Mapping[str, Any] | None = None) -> str:
+    """``tiny``/``tiny-small`` -> a built tiny model's directory; anything else is returned unchanged.
+
+    ``env_kwargs``: the run's env keywords (one env id); their observation options, if any is on,
+    shape the tokenizer's corpus (:func:`view_kwargs`)."""
+    view = view_kwargs(env_kwargs)
+    views = {env_ids[0]: view} if view and len(env_ids) == 1 else None
     if model == "tiny":
-        return str(build_tiny_model(env_ids, "tiny"))
+        return str(build_tiny_model(env_ids, "tiny", views=views))
     if model.startswith("tiny-") and model[5:] in SIZES:
-        return str(build_tiny_model(env_ids, model[5:]))
+        return str(build_tiny_model(env_ids, model[5:], views=views))
     return model
 
 

@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 import gymnasium as gym
 
 from agentgym.envs import arguments
-from agentgym.envs.observations import (CHOICE_NOTE, DEFAULT_HISTORY, HISTORY_NOTE, ObservationView,
+from agentgym.envs.observations import (CHOICE_NOTE, DEFAULT_HISTORY, HISTORY_NOTE, PLAYED_MARK, ObservationView,
                                         check_options, history_entry)
 from agentgym.envs.parsing import ParsedAction, resolve_choice, sanitize
 from agentgym.envs.spaces import text_spaces
@@ -83,6 +83,7 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
         observation: str = "raw",
         history: int = DEFAULT_HISTORY,
         action_format: str = "text",
+        mark_played: bool = False,
         tasks: Any = None,
         **unknown: Any,
     ):
@@ -94,14 +95,16 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         if system_prompt is not None and (not isinstance(system_prompt, str) or not system_prompt.strip()):
             raise ValueError(f"system_prompt must be a non-empty string or None, got {system_prompt!r}")
-        check_options(observation, history, action_format)
+        check_options(observation, history, action_format, mark_played)
         asked = [f"{k}={v!r}" for k, v, default in (("observation", observation, "raw"),
-                                                    ("action_format", action_format, "text")) if v != default]
+                                                    ("action_format", action_format, "text"),
+                                                    ("mark_played", mark_played, False)) if v != default]
         if asked and not self.lists_admissible_actions:
             raise ValueError(f"{type(self).__name__} lists no admissible actions, which {' and '.join(asked)} "
                              "shows; these options are for ALFWorld, ScienceWorld and TextWorld")
         self.observation_mode, self.history, self.action_format = observation, int(history), action_format
-        self._view = ObservationView(observation, int(history), action_format == "choice")
+        self.mark_played = mark_played
+        self._view = ObservationView(observation, int(history), action_format == "choice", mark_played)
         self._choices: list[str] | None = None
         """The admissible actions the latest observation shows: what a choice number counts in."""
         self._system_prompt = system_prompt
@@ -254,6 +257,10 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
             parsed.text, choice_error = resolve_choice(reply, self._choices)
             if parsed.text != reply:
                 info["chosen_action"] = parsed.text  # the admissible action the number named
+        if parsed.error is None and self.mark_played and parsed.kind == "action":
+            # a command copied from the list with its mark is that command
+            if parsed.text.rstrip().lower().endswith(PLAYED_MARK):
+                parsed.text = parsed.text.rstrip()[:-len(PLAYED_MARK)]
         if parsed.error is not None:
             hint = f"\n{self.format_hint}" if self.format_hint else ""
             if hint and self._view.choice:
@@ -275,6 +282,8 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
                 # pathological action an invalid turn rather than an exception out of step().
                 parsed = ParsedAction(None, error=_TOO_DEEP)
                 tr = Transition(f"Invalid output: {_TOO_DEEP}.", self._format_error_terms(), False)
+        if tr.action_valid and parsed.error is None and parsed.text:
+            self._view.ran(parsed.text)
         step_reward = self._tracker.add(tr.terms)
         terminated = tr.terminated
         truncated = truncated_by_error or (not terminated and self._turn >= self._turn_limit)

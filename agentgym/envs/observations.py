@@ -45,8 +45,14 @@ HISTORY_NOTE = ("Each observation restates the task, shows your last steps (the 
                 "on, then > your action) and lists the admissible actions.")
 
 
-def check_options(observation: str, history: int, action_format: str) -> None:
+PLAYED_MARK = " (done)"
+"""What ``mark_played=True`` appends to an admissible action already played this episode."""
+
+
+def check_options(observation: str, history: int, action_format: str, mark_played: bool = False) -> None:
     """Raise a precise ValueError for an observation/action option the envs do not offer."""
+    if not isinstance(mark_played, bool):
+        raise ValueError(f"mark_played must be True or False, got {mark_played!r}")
     if observation not in OBSERVATION_MODES:
         raise ValueError(f"observation must be one of {OBSERVATION_MODES}, got {observation!r}")
     if action_format not in ACTION_FORMATS:
@@ -55,17 +61,30 @@ def check_options(observation: str, history: int, action_format: str) -> None:
         raise ValueError(f"history must be an integer >= 0 (past steps shown), got {history!r}")
 
 
-def admissible_block(admissible: Sequence[str] | None, choice: bool) -> str:
+def normal_command(command: str) -> str:
+    """A command as played-action marks compare it: lower case, single spaces, no final period."""
+    return " ".join(command.lower().split()).rstrip(".")
+
+
+def admissible_block(admissible: Sequence[str] | None, choice: bool, played: frozenset | set = frozenset()) -> str:
     """The "Admissible actions" section: numbered from 1 in choice format (the number of an action
-    is its index in ``info["admissible_actions"]`` plus one), one per line otherwise."""
+    is its index in ``info["admissible_actions"]`` plus one), one per line otherwise. An action in
+    ``played`` (as :func:`normal_command` writes it) ends with :data:`PLAYED_MARK`.
+
+    >>> print(admissible_block(["go to desk 1", "go to bed 1"], True, {"go to bed 1"}))
+    Admissible actions:
+    1. go to desk 1
+    2. go to bed 1 (done)
+    """
     if admissible is None:
         return "Admissible actions: (this game lists none)"
     if not admissible:
         return "Admissible actions: (none)"
+    marks = [PLAYED_MARK if played and normal_command(a) in played else "" for a in admissible]
     if choice and not lists_numbers(admissible):
-        lines = [f"{k}. {a}" for k, a in enumerate(admissible, 1)]
+        lines = [f"{k}. {a}{mark}" for k, (a, mark) in enumerate(zip(admissible, marks), 1)]
     else:
-        lines = [f"- {a}" for a in admissible]
+        lines = [f"- {a}{mark}" for a, mark in zip(admissible, marks)]
     return "Admissible actions:\n" + "\n".join(lines)
 
 
@@ -76,9 +95,12 @@ class ObservationView:
     engine's answer), ``render`` for the observation to return.
     """
 
-    def __init__(self, mode: str = "raw", history: int = DEFAULT_HISTORY, choice: bool = False):
-        check_options(mode, history, "choice" if choice else "text")
-        self.mode, self.history, self.choice = mode, history, choice
+    def __init__(self, mode: str = "raw", history: int = DEFAULT_HISTORY, choice: bool = False,
+                 mark_played: bool = False):
+        check_options(mode, history, "choice" if choice else "text", mark_played)
+        self.mode, self.history, self.choice, self.mark_played = mode, history, choice, mark_played
+        self.played: set[str] = set()
+        """Every command the engine ran this episode (:func:`normal_command`), for ``mark_played``."""
         self.task = ""
         self._seen: list[str] = []
         """Every engine observation so far, the reset one first."""
@@ -88,11 +110,16 @@ class ObservationView:
     @property
     def active(self) -> bool:
         """Whether observations differ from the engine's text at all."""
-        return self.mode != "raw" or self.choice
+        return self.mode != "raw" or self.choice or self.mark_played
 
     def start(self, task: str, observation: str) -> None:
         self.task = " ".join(task.split())
         self._seen, self._acted = [observation], []
+        self.played = set()
+
+    def ran(self, command: str) -> None:
+        """Note a command the engine ran (an admissible one), which ``mark_played`` marks from now on."""
+        self.played.add(normal_command(command))
 
     def record(self, action: str, observation: str) -> None:
         self._acted.append(action)
@@ -107,10 +134,11 @@ class ObservationView:
 
         ``admissible`` is None when the engine lists no actions; ``done`` leaves the list out (the
         episode is over)."""
+        played = self.played if self.mark_played else frozenset()
         if self.mode == "raw":
-            if not self.choice or done:
+            if not (self.choice or self.mark_played) or done:
                 return observation
-            return f"{observation}\n\n{admissible_block(admissible, True)}"
+            return f"{observation}\n\n{admissible_block(admissible, self.choice, played)}"
         parts = [f"Task: {self.task}"]
         past = list(zip(self._seen[:-1], self._acted))
         if past:
@@ -123,7 +151,7 @@ class ObservationView:
         parts.append(f"Now (step {turn + 1} of {max_turns}):\n{observation}" if not done
                      else f"Now (the episode is over after {turn} steps):\n{observation}")
         if not done:
-            parts.append(admissible_block(admissible, self.choice))
+            parts.append(admissible_block(admissible, self.choice, played))
         return "\n\n".join(parts)
 
 

@@ -9,6 +9,7 @@ from agentgym.envs.alfworld.data import canonical_split, find_games, resolve_dat
 from agentgym.envs.alfworld.engine import expert_plan, has_traj_data, make_engine, require_engine
 from agentgym.envs.alfworld.levels import select_games, source_splits
 from agentgym.envs.alfworld.progress import GoalProgress
+from agentgym.envs.alfworld.search_expert import SearchGoal, search_action
 from agentgym.envs.alfworld.tasks import normalize_task_types
 from agentgym.envs.base import AgentEnv, EngineError, Transition
 from agentgym.envs.parsing import ParsedAction, parse_embodied_action
@@ -16,6 +17,7 @@ from agentgym.rewards.prs import EMBODIED_PRS
 
 _TASK_LINE = re.compile(r"Your task is to: (.*?)\.?\s*$", re.MULTILINE)
 NOTHING_HAPPENS = "Nothing happens."
+EXPERT_POLICIES = ("planner", "search")
 
 SYSTEM_PROMPT = """You are an agent in a household, solving a task by acting in a text world.
 Each turn, read the observation and reply with exactly one command, either alone on one line or as
@@ -93,14 +95,18 @@ class ALFWorldEnv(AgentEnv):
       ``$AGENTGYM_CACHE/alfworld/translations`` or ``~/.cache/agentgym/alfworld/translations``, or
       the folder given as a string); the game plays exactly the same, and a warm reset and a step
       cost tens of times less. False plays on textworld's ``PddlEnv`` unchanged.
+    - ``expert_policy``: which expert ``expert=True`` plays: ``"planner"`` (default: alfworld's
+      planner, which knows where everything is) or ``"search"`` (finds objects by looking, from
+      what a policy sees; :mod:`agentgym.envs.alfworld.search_expert`).
     - ``max_turns`` (50), ``expert`` (``info["expert_action"]`` from the planner), ``reward_mode``,
       ``prs_weights``, ``tau_fmt``, ``prs_stage``, ``render_mode`` (``"ansi"``), ``system_prompt``
       (replaces the built-in one): see ``AgentEnv``.
     - ``tasks``: a task set folder (``agentgym export-tasks``): play exactly its tasks, its keyword
       arguments under these (:mod:`agentgym.envs.task_sets`, docs/envs/arguments.md).
-    - ``observation`` (``"raw"``, or ``"history+admissible"`` with ``history`` past steps, default 2)
-      and ``action_format`` (``"text"`` or ``"choice"``): what a policy sees and may reply, see
-      docs/envs/alfworld.md.
+    - ``observation`` (``"raw"``, or ``"history+admissible"`` with ``history`` past steps, default 2),
+      ``action_format`` (``"text"`` or ``"choice"``) and ``mark_played`` (admissible actions
+      already played this episode end with " (done)", e.g. the receptacles gone to): what a policy
+      sees and may reply, see docs/envs/alfworld.md.
 
     ``reset(seed=s)`` picks the game with ``self.np_random`` (same seed, same game and
     observations); ``options={"task_id": ...}`` picks one by id (``<task folder>/<trial>``) or index.
@@ -109,7 +115,8 @@ class ALFWorldEnv(AgentEnv):
     - v0: initial version (textworld 1.7, alfworld 0.4.2). ``split="train"`` leaves out the L2
       task types; levels ``L0``/``L1``/``L2`` and ``train_all`` added. ``observation=``,
       ``history=`` and ``action_format=`` added (defaults unchanged); ``cache`` added (on by
-      default: same games, faster resets and steps); ``data_path="generated:N[:ROOM]"``.
+      default: same games, faster resets and steps); ``data_path="generated:N[:ROOM]"``;
+      ``expert_policy`` and ``mark_played`` added (defaults unchanged).
     """
 
     prs_base = EMBODIED_PRS
@@ -117,9 +124,14 @@ class ALFWorldEnv(AgentEnv):
     lists_admissible_actions = True
 
     def __init__(self, data_path: str | None = None, split: str = "train", task_types=None, max_turns: int = 50,
-                 expert: bool = False, cache: bool | str = True, **kwargs: Any):
+                 expert: bool = False, cache: bool | str = True, expert_policy: str = "planner", **kwargs: Any):
         require_engine()
         super().__init__(max_turns=max_turns, expert=expert, **kwargs)
+        if expert_policy not in EXPERT_POLICIES:
+            raise ValueError(f"expert_policy must be one of {EXPERT_POLICIES}, got {expert_policy!r}")
+        self.expert_policy = expert_policy
+        self._played: list[str] = []
+        """The commands the engine ran this episode (what the searching expert reads)."""
         self.split = canonical_split(split)
         self.task_types = normalize_task_types(task_types)
         self.data_path = data_path
@@ -193,6 +205,7 @@ class ALFWorldEnv(AgentEnv):
             problem = self._engine.unwrapped._game_data["pddl_problem"]
             self._goal, self._goal_file = GoalProgress(game.task_type, problem, self._state["_facts"]), game.path
         self._progress = self._goal(self._state["_facts"], False)
+        self._played = []
         obs = self._state.feedback
         match = _TASK_LINE.search(obs)
         info = {"task_id": game.task_id, "instruction": match.group(1) if match else obs,
@@ -218,6 +231,7 @@ class ALFWorldEnv(AgentEnv):
                                                 "success": 0.0}, action_valid=False)
         try:
             self._state, _, _ = self._engine.step(command)
+            self._played.append(command)
             won = bool(self._state["won"])
             self._progress = self._goal(self._state["_facts"], won)
         except Exception as e:
@@ -234,7 +248,15 @@ class ALFWorldEnv(AgentEnv):
         return list(self._state["admissible_commands"]) if self._state is not None else None
 
     def _expert_action(self) -> str | None:
-        plan = expert_plan(self._state) if self._state is not None else []
+        if self._state is None:
+            return None
+        if self.expert_policy == "search" and self._goal is not None:
+            goal = SearchGoal.from_pddl_classes(self._goal.task_type, self._goal.object_class,
+                                                self._goal.receptacle_class, self._goal.lamp_class)
+            action = search_action(goal, self._state["admissible_commands"], self._played)
+            if action is not None:
+                return action
+        plan = expert_plan(self._state)
         return plan[0] if plan else None
 
     def _episode_metrics(self, success: bool) -> dict[str, float]:

@@ -224,7 +224,7 @@ def run_sft(cfg: SFTRunConfig) -> str:
     seed_everything(run.seed)
     if not run.quiet:
         print(f"sft: env {cfg.env.describe(cfg.model.model)}", flush=True)
-    base_model = resolve_model_path(cfg.model.model, (cfg.env.env_id,))
+    base_model = resolve_model_path(cfg.model.model, (cfg.env.env_id,), cfg.env.kwargs(cfg.model.model))
     tokenizer = load_tokenizer(base_model)
     model = load_model(base_model, device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.sft.learning_rate)

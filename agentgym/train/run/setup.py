@@ -155,7 +155,7 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     if dist.is_main:
         print(f"env: {env_cfg.describe(config.model.model)}", flush=True)
     with dist.main_first():  # rank 0 builds the tiny model and the cold start, the others load them
-        base_model = resolve_model_path(config.model.model, (env_cfg.env_id,))
+        base_model = resolve_model_path(config.model.model, (env_cfg.env_id,), env_kwargs)
         if config.model.model in TINY_MODELS and config.cold_start.resolved(env_cfg.env_id).num_steps > 0:
             base_model = cold_start(config)
     checkpoint, record = None, None
