@@ -60,3 +60,27 @@ def test_the_package_api_is_there_when_used():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["agentgym.vector.make", "agentgym.envs.base", "AgentVectorEnv",
                                   "agentgym.rewards.prs", "agentgym.agents.hf", "agentgym.agents.openai_compat"]
+
+
+def test_a_run_with_observation_options_gets_a_tokenizer_that_has_read_them(tmp_path, monkeypatch):
+    """An ALFWorld run with numbered, marked, history-carrying observations builds its tiny model's
+    tokenizer from episodes played that way (the wrapper's words become tokens); a run without
+    those options (ToolQA's preset) builds the very model it always did."""
+    import pytest
+
+    pytest.importorskip("alfworld")
+    from agentgym.agents.tiny import resolve_model_path, view_kwargs
+
+    monkeypatch.setenv("AGENTGYM_CACHE", str(tmp_path))
+    view = {"observation": "history+admissible", "history": 1, "action_format": "choice", "mark_played": True}
+    plain = build_tiny_model(("ALFWorld-v0",), "tiny", episodes_per_env=2)
+    shown = build_tiny_model(("ALFWorld-v0",), "tiny", episodes_per_env=2, views={"ALFWorld-v0": view})
+    assert plain != shown
+    assert json.loads((shown / "agentgym_tiny.json").read_text())["views"] == {"ALFWorld-v0": view}
+    words = "Admissible actions:\n3. go to cabinet 1 (done)"
+    count = {p: len(AutoTokenizer.from_pretrained(p)(words)["input_ids"]) for p in (plain, shown)}
+    assert count[shown] < count[plain], count
+    assert view_kwargs({**view, "max_turns": 10, "data_path": "generated"}) == view
+    toolqa = {"question_kinds": ["single_hop"], "max_turns": 2, "action_format": "tags", "top_k": 1}
+    assert view_kwargs(toolqa) == {}
+    assert resolve_model_path("tiny", ("NoSuchEnv-v0",), toolqa) == resolve_model_path("tiny", ("NoSuchEnv-v0",))
