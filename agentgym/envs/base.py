@@ -282,7 +282,7 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
                 # pathological action an invalid turn rather than an exception out of step().
                 parsed = ParsedAction(None, error=_TOO_DEEP)
                 tr = Transition(f"Invalid output: {_TOO_DEEP}.", self._format_error_terms(), False)
-        if tr.action_valid and parsed.error is None and parsed.text:
+        if self.mark_played and tr.action_valid and parsed.error is None and parsed.text:
             self._view.ran(parsed.text)
         step_reward = self._tracker.add(tr.terms)
         terminated = tr.terminated
