@@ -121,14 +121,13 @@ def env_corpus(env_ids: Sequence[str], episodes_per_env: int = 64, seed: int = 0
 
 
 @functools.lru_cache(maxsize=8)
-def _env_corpus(env_ids: tuple[str, ...], episodes_per_env: int, seed: int,
-                views: tuple = ()) -> tuple[str, ...]:
+def _env_corpus(env_ids: tuple[str, ...], episodes_per_env: int, seed: int, views: tuple) -> tuple[str, ...]:
     import gymnasium as gym
 
     import agentgym  # noqa: F401  registers the envs
 
     texts: list[str] = []
-    for env_id, view in zip(env_ids, views or ((),) * len(env_ids)):
+    for env_id, view in zip(env_ids, views):
         try:
             env = gym.make(env_id, expert=True, **dict(view))
         except Exception:  # a missing optional engine: build from the other envs' text

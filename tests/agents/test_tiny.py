@@ -2,6 +2,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from agentgym.agents.tiny import TinyConfig, build_tiny_model
@@ -66,8 +67,6 @@ def test_a_run_with_observation_options_gets_a_tokenizer_that_has_read_them(tmp_
     """An ALFWorld run with numbered, marked, history-carrying observations builds its tiny model's
     tokenizer from episodes played that way (the wrapper's words become tokens); a run without
     those options (ToolQA's preset) builds the very model it always did."""
-    import pytest
-
     pytest.importorskip("alfworld")
     from agentgym.agents.tiny import resolve_model_path, view_kwargs
 

@@ -144,6 +144,8 @@ class ALFWorldEnv(AgentEnv):
         self._loaded_once = False
         self._state = None
         self._goal: GoalProgress | None = None
+        self._search_goal: SearchGoal | None = None
+        """The task as the searching expert reads it, built with ``_goal``."""
         self._goal_file: str | None = None
         self._progress = 0.0
 
@@ -204,6 +206,8 @@ class ALFWorldEnv(AgentEnv):
         if self._goal is None or self._goal_file != game.path:
             problem = self._engine.unwrapped._game_data["pddl_problem"]
             self._goal, self._goal_file = GoalProgress(game.task_type, problem, self._state["_facts"]), game.path
+            self._search_goal = SearchGoal.from_pddl_classes(self._goal.task_type, self._goal.object_class,
+                                                             self._goal.receptacle_class, self._goal.lamp_class)
         self._progress = self._goal(self._state["_facts"], False)
         self._played = []
         obs = self._state.feedback
@@ -250,10 +254,8 @@ class ALFWorldEnv(AgentEnv):
     def _expert_action(self) -> str | None:
         if self._state is None:
             return None
-        if self.expert_policy == "search" and self._goal is not None:
-            goal = SearchGoal.from_pddl_classes(self._goal.task_type, self._goal.object_class,
-                                                self._goal.receptacle_class, self._goal.lamp_class)
-            action = search_action(goal, self._state["admissible_commands"], self._played)
+        if self.expert_policy == "search":
+            action = search_action(self._search_goal, self._state["admissible_commands"], self._played)
             if action is not None:
                 return action
         plan = expert_plan(self._state)

@@ -32,7 +32,7 @@ planner's action is played, as ``expert=True`` gives without the option.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 APPLIANCES = {"pick_heat_then_place_in_recep": ("heat", ("microwave",)),
@@ -69,31 +69,29 @@ class _Walk:
 
     at: str | None = None
     held: str | None = None
-    visited: tuple = ()
-    opened: frozenset = frozenset()
-    changed: frozenset = frozenset()
-    placed: frozenset = frozenset()
+    visited: set = field(default_factory=set)
+    opened: set = field(default_factory=set)
+    changed: set = field(default_factory=set)
+    placed: set = field(default_factory=set)
 
     @classmethod
     def of(cls, played: Sequence[str]) -> "_Walk":
-        walk, visited, opened, changed, placed = cls(), [], set(), set(), set()
+        walk = cls()
         for command in played:
             verb, _, rest = command.partition(" ")
             if command.startswith("go to "):
                 walk.at = command[len("go to "):]
-                visited.append(walk.at)
+                walk.visited.add(walk.at)
             elif verb == "take":
                 walk.held = rest.split(" from ", 1)[0]
             elif verb == "move":
                 obj = rest.split(" to ", 1)[0]
-                placed.add(obj)
+                walk.placed.add(obj)
                 walk.held = None if walk.held == obj else walk.held
             elif verb == "open":
-                opened.add(rest)
+                walk.opened.add(rest)
             elif verb in ("heat", "cool", "clean"):
-                changed.add(rest.split(" with ", 1)[0])
-        walk.visited, walk.opened = tuple(visited), frozenset(opened)
-        walk.changed, walk.placed = frozenset(changed), frozenset(placed)
+                walk.changed.add(rest.split(" with ", 1)[0])
         return walk
 
 
@@ -112,6 +110,11 @@ def _first(admissible: Sequence[str], prefix: str, target_class: str | tuple | N
     return None
 
 
+def _starting(admissible: Sequence[str], prefix: str) -> str | None:
+    """The first admissible command that starts with ``prefix``."""
+    return next((command for command in admissible if command.startswith(prefix)), None)
+
+
 def search_action(goal: SearchGoal, admissible: Sequence[str], played: Sequence[str]) -> str | None:
     """The searching expert's next command, or None where its rules have no answer.
 
@@ -123,7 +126,8 @@ def search_action(goal: SearchGoal, admissible: Sequence[str], played: Sequence[
     admissible = list(admissible)
     if walk.held is not None and class_of(walk.held) != goal.object_class:
         # an object the task does not need (taken while exploring): put it back where it is
-        return f"move {walk.held} to {walk.at}" if f"move {walk.held} to {walk.at}" in admissible else None
+        put_back = f"move {walk.held} to {walk.at}"
+        return put_back if put_back in admissible else None
     if walk.held is not None:
         return _deliver(goal, walk, admissible)
     take = _first(admissible, "take ", goal.object_class, exclude=walk.placed)
@@ -136,21 +140,19 @@ def _search(walk: _Walk, admissible: list[str]) -> str | None:
     """Open the closed receptacle the agent stands at, else go to the first one not yet visited."""
     if walk.at is not None and walk.at not in walk.opened and f"open {walk.at}" in admissible:
         return f"open {walk.at}"
-    return _first(admissible, "go to ", exclude=set(walk.visited))
+    return _first(admissible, "go to ", exclude=walk.visited)
 
 
 def _deliver(goal: SearchGoal, walk: _Walk, admissible: list[str]) -> str | None:
     held = walk.held
     if goal.task_type == "look_at_obj_in_light":
         use = _first(admissible, "use ", goal.lamp_class)
-        return use if use is not None else _first(admissible, "go to ", exclude=set(walk.visited))
+        return use if use is not None else _first(admissible, "go to ", exclude=walk.visited)
     if goal.task_type in APPLIANCES and held not in walk.changed:
         verb, appliances = APPLIANCES[goal.task_type]
-        act = _first([a for a in admissible if a.startswith(f"{verb} {held} with ")], f"{verb} {held} with ")
-        if act is not None:
-            return act
-        return _first(admissible, "go to ", appliances)
-    move = _first([a for a in admissible if a.startswith(f"move {held} to ")], f"move {held} to ")
+        act = _starting(admissible, f"{verb} {held} with ")
+        return act if act is not None else _first(admissible, "go to ", appliances)
+    move = _starting(admissible, f"move {held} to ")
     if move is not None and class_of(move.split(" to ", 1)[1]) == goal.receptacle_class:
         return move
     if walk.at is not None and class_of(walk.at) == goal.receptacle_class and f"open {walk.at}" in admissible:
