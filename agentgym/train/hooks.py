@@ -133,6 +133,10 @@ class TrainerExtension:
     """metric names that count things (groups, samples): summed over ranks, not averaged"""
     needs_hidden_states: bool = False
     """:meth:`extra_loss` reads :attr:`MicroBatch.hidden` (the update then asks the model for it)"""
+    generates_in_hooks: bool = False
+    """:meth:`transform_advantages` or :meth:`extra_samples` sample from ``ctx.policy`` (GCD's judge
+    and its summary). Under ``--async-steps`` the learner then waits for the rollout thread to
+    pause before those hooks, so the two never draw from the random stream at once."""
 
     def build(self, run: RunView, model) -> list[dict[str, Any]]:
         """Once per run, in setup, after the policy ``model`` is loaded (on ``run.device``) and
@@ -146,6 +150,13 @@ class TrainerExtension:
 
     def system_prompt(self, prompt: str) -> str:
         return prompt
+
+    def frozen_system_prompt(self) -> Callable[[str], str]:
+        """:meth:`system_prompt` as it rewrites prompts now, kept as it is when the extension's
+        state changes later: what the rollout thread of ``--async-steps`` plays a batch with, so
+        its prompts lag the learner by as many steps as its weights. The default returns
+        :meth:`system_prompt` itself, right for an extension whose rewrite has no state."""
+        return self.system_prompt
 
     def after_rollout(self, ctx: StepContext, episodes: list[Episode]) -> list[Episode]:
         return episodes
@@ -207,6 +218,7 @@ class Extensions(TrainerExtension):
         self.sample_kinds = {}
         self.summed_metrics = frozenset().union(*(e.summed_metrics for e in self.items))
         self.needs_hidden_states = any(e.needs_hidden_states for e in self.items)
+        self.generates_in_hooks = any(e.generates_in_hooks for e in self.items)
         for e in self.items:
             clash = set(e.sample_kinds) & (set(self.sample_kinds) | {"policy"})
             if clash:
@@ -220,6 +232,24 @@ class Extensions(TrainerExtension):
         for e in self.items:
             prompt = e.system_prompt(prompt)
         return prompt
+
+    def frozen_system_prompt(self):
+        rewrites = [e.frozen_system_prompt() for e in self.items]
+
+        def rewrite(prompt: str) -> str:
+            for r in rewrites:
+                prompt = r(prompt)
+            return prompt
+
+        return rewrite
+
+    @property
+    def rewrites_rollouts(self) -> bool:
+        """Whether an extension has an :meth:`after_rollout` of its own (it may then read or change
+        state the learner's hooks also use, so under ``--async-steps`` it runs after the previous
+        step is done)."""
+        return any(e.rewrites_rollouts if isinstance(e, Extensions)
+                   else type(e).after_rollout is not TrainerExtension.after_rollout for e in self.items)
 
     def after_rollout(self, ctx, episodes):
         for e in self.items:

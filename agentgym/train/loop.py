@@ -9,6 +9,7 @@ this loop on its own share of the groups (:mod:`agentgym.train.optim.distributed
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -34,6 +35,10 @@ class TrainResult:
     """held-out ``{"step", "episodes", "seconds", "success", "return"}`` at step 0, every
     ``--eval-every`` steps and at the end, over the whole run (resumed parts included); ``episodes``
     and ``seconds`` are the env episodes played and training seconds (evaluation excluded) so far"""
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+    """who was busy when in this call's steps: ``{"who", "what", "start", "end"}`` in seconds since
+    the first step began; ``who`` is ``rollout`` (``what``: ``generate``, ``env``) or ``learner``
+    (``update``, ``wait`` for a batch, ``publish`` a version under ``--async-steps``)"""
 
     def __len__(self) -> int:
         return len(self.history)
@@ -67,16 +72,16 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     """Train ``config.model`` on ``config.env`` with GRPO and the given extensions."""
     from tqdm.auto import tqdm
 
-    from agentgym.train.optim import fsdp
     from agentgym.train.methods.grpo import group_advantages
+    from agentgym.train.rollout.pipeline import make_rollouts
     from agentgym.train.rollout.samples import episode_samples, per_turn
-    from agentgym.train.rollout.tasks import StepTasks
 
     # ----- setup (and the checkpoint's state, with --resume) -----
     run, state = set_up(config, extensions, name)
     r, o, ext, dist, every = config.rollout, config.optim, run.extensions, run.dist, config.eval.eval_every
     evaluating = config.eval.eval_episodes > 0
     result = TrainResult(output_dir=config.run.output_dir, evaluation=state.evaluation)
+    rollouts = None
     try:
         if evaluating and "before" not in state.evaluation:
             state.evaluation["before"] = _held_out(run)
@@ -84,38 +89,37 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
         end = state.step if state.budget_spent(config.run.max_episodes) else config.run.num_steps
         if end > state.step:
             state.evaluation.pop("after", None)  # a shorter run's end-of-run evaluation, now out of date
+        origin = time.perf_counter()
+        # --async-steps K: a rollout thread plays up to K steps ahead (agentgym.train.rollout.pipeline)
+        rollouts = make_rollouts(run, state, end)
         bar = tqdm(range(state.step, end), initial=state.step, total=config.run.num_steps,
                    disable=not (config.run.progress and dist.is_main), desc=name, dynamic_ncols=True)
         for step in bar:
             t_step = time.perf_counter()
-            # ----- rollout -----
-            stage = run.prs_stage(step)
-            run.envs.set_prs_stage(stage)
-            run.collector.start_step()
-            tasks = StepTasks(run.stream, state.data_position, r.num_groups, dist.rank, dist.world_size)
-            ctx = run.step_context(step, tasks.extra)
-            generating = fsdp.gather(run.model)  # FSDP: ranks generate for episodes of different lengths
-            episodes = ext.after_rollout(ctx, run.collector(tasks.batch()))
+            # ----- rollout (played now, or ahead by the rollout thread) -----
+            batch = rollouts.next(step)
+            episodes, ctx = batch.episodes, batch.ctx
 
             # ----- advantages -----
-            returns = np.array([ep.ret for ep in episodes])
-            advantages = per_turn(episodes, group_advantages(returns, [ep.group for ep in episodes],
-                                                             normalize_std=o.std_normalize))
-            advantages = ext.transform_advantages(ctx, advantages, episodes)
-            samples = episode_samples(episodes, advantages, r.layout) + ext.extra_samples(ctx, episodes)
-            fsdp.release(generating)
-            state.data_position = tasks.end(most_taken=dist.max_int(tasks.taken))
+            with rollouts.paused() if ext.generates_in_hooks else contextlib.nullcontext():
+                returns = np.array([ep.ret for ep in episodes])
+                advantages = per_turn(episodes, group_advantages(returns, [ep.group for ep in episodes],
+                                                                 normalize_std=o.std_normalize))
+                advantages = ext.transform_advantages(ctx, advantages, episodes)
+                samples = episode_samples(episodes, advantages, r.layout) + ext.extra_samples(ctx, episodes)
+            state.data_position = rollouts.hooks_done(batch)
 
             # ----- update -----
-            run.generator.before_update()
+            rollouts.before_update()
             t_update = time.perf_counter()
-            update_metrics = _update(run, samples)
-            update_time = time.perf_counter() - t_update
-            update_metrics.update(run.generator.sync(step + 1, run.model, config.run.output_dir))
+            update_metrics = _update(run, samples, behaviour=rollouts.asynchronous)
+            update_time = rollouts.timeline.add("learner", "update", t_update)
+            update_metrics.update(rollouts.after_update(step + 1))
 
             # ----- log -----
-            metrics = _step_metrics(run, state, episodes, advantages, stage, update_time, t_step)
+            metrics = _step_metrics(run, state, batch, advantages, update_time, t_step)
             metrics.update(update_metrics)
+            metrics.update(rollouts.metrics(batch))
             state.step, state.episodes = step + 1, state.episodes + int(metrics["episodes/played"])
             state.seconds += metrics["time/step"]
             metrics["episodes/total"] = state.episodes
@@ -123,7 +127,8 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
             if evaluating and (done or every > 0 and state.step % every == 0):
                 # the end-of-run evaluation comes before the last checkpoint, so that checkpoint's
                 # curve ends at its own step when a later run resumes from it
-                res = _held_out(run)
+                with rollouts.paused():
+                    res = _held_out(run)
                 if done:
                     state.evaluation["after"] = res
                 point = state.add_curve_point(res)
@@ -139,13 +144,19 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
 
             # ----- checkpoint -----
             if done or (config.run.save_every > 0 and state.step % config.run.save_every == 0):
-                save(run, state)
+                with rollouts.paused():
+                    save(run, state)
+            rollouts.step_done(step)
             if done:
                 break
         bar.close()
+        rollouts.close()
+        result.timeline = rollouts.timeline.as_dicts(origin)
         if evaluating:
             _evaluate_after(run, state)
     finally:
+        if rollouts is not None:
+            rollouts.close()
         run.close()
     result.curve = state.curve
     return result
@@ -174,21 +185,20 @@ def _evaluate_after(run: RunSetup, state: RunState) -> None:
         print(final_line(run.config, state.evaluation))
 
 
-def _step_metrics(run: RunSetup, state: RunState, episodes, advantages, stage, update_time: float,
-                  t_step: float) -> dict:
+def _step_metrics(run: RunSetup, state: RunState, batch, advantages, update_time: float, t_step: float) -> dict:
     """The step's logged metrics (docs/trainers.md), reduced over ranks under ``torchrun``: the
     batch's episodes and advantages, what was played, the PRS stage, times, the stream position."""
     from agentgym.rewards.prs import stage_pass_rate
     from agentgym.train.optim.distributed import reduce_metrics
     from agentgym.train.rollout.stats import episode_metrics, played_metrics
 
-    spec, ext = run.spec, run.extensions
-    stage = spec.final_stage if stage is None else stage
+    spec, ext, episodes = run.spec, run.extensions, batch.episodes
+    stage = spec.final_stage if batch.stage is None else batch.stage
     metrics = episode_metrics(episodes, [float(a.mean()) if len(a) else 0.0 for a in advantages])
-    metrics.update(played_metrics(run.collector.played))
+    metrics.update(played_metrics(batch.played))
     metrics["batch/groups"] = float(len({ep.group for ep in episodes}))
     metrics["batch/episodes"] = float(len(episodes))
-    metrics.update(run.collector.stats())
+    metrics.update(batch.stats)
     metrics.update({
         "prs/stage": stage, "prs/pass_rate": stage_pass_rate([ep.episode_terms for ep in episodes], spec, stage),
         "time/update": update_time, "time/step": time.perf_counter() - t_step,
@@ -205,12 +215,15 @@ def _step_metrics(run: RunSetup, state: RunState, episodes, advantages, stage, u
     return metrics
 
 
-def _update(run: RunSetup, samples) -> dict[str, float]:
+def _update(run: RunSetup, samples, behaviour: bool = False) -> dict[str, float]:
     """Optimizer steps on one batch of samples (epochs x minibatches). Metrics are the mean over the
     optimizer steps that measured them (a minibatch without policy samples has no policy loss),
     ``tokens/loss`` the loss tokens of one epoch. Data-parallel: ``samples`` are this rank's, and
-    every rank takes the same optimizer steps (a rank with no samples of a minibatch joins it with none)."""
-    from agentgym.train.optim.update import sample_logprobs, train_step
+    every rank takes the same optimizer steps (a rank with no samples of a minibatch joins it with none).
+    ``behaviour``: the ratio's denominator is the log-probabilities recorded at sampling (the
+    samples were played with older weights, ``--async-steps``); a sample without them (GCD's judge
+    samples, drawn from the current weights) gets the current weights' own."""
+    from agentgym.train.optim.update import behaviour_logprobs, sample_logprobs, train_step
 
     config, model, optimizer, dist, bf16 = run.config, run.model, run.optimizer, run.dist, run.bf16
     o, pad_id, temperature = config.optim, run.tokenizer.pad_token_id, config.rollout.sampling.temperature
@@ -223,7 +236,11 @@ def _update(run: RunSetup, samples) -> dict[str, float]:
     ref_lp = (sample_logprobs(run.ref_model, samples, pad_id, o.micro_batch_size, temperature, bf16)
               if run.ref_model else None)
     multi = o.num_epochs * o.num_minibatches > 1
-    old_lp = sample_logprobs(model, samples, pad_id, o.micro_batch_size, temperature, bf16) if multi else None
+    missing = 0
+    if behaviour:
+        old_lp, missing = behaviour_logprobs(model, samples, pad_id, o.micro_batch_size, temperature, bf16)
+    else:
+        old_lp = sample_logprobs(model, samples, pad_id, o.micro_batch_size, temperature, bf16) if multi else None
     steps: list[dict[str, float]] = []
     for _ in range(o.num_epochs):
         order = np.random.permutation(len(samples)) if multi else np.arange(len(samples))
@@ -237,6 +254,8 @@ def _update(run: RunSetup, samples) -> dict[str, float]:
                              loss_weights=loss_weights, max_grad_norm=o.max_grad_norm, bf16=bf16,
                              loss_configs=loss_configs, dist=dist, loss_terms=loss_terms))
     out: dict[str, float] = {"update/skipped": 0.0, "update/optimizer_steps": float(len(steps))}
+    if behaviour:
+        out["async/samples_without_behaviour_logprobs"] = float(missing)
     for key in dict.fromkeys(k for m in steps for k in m):  # first-seen order, the same every run
         values = [m[key] for m in steps if key in m and not np.isnan(m[key])]
         if key == "tokens/loss":

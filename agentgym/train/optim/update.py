@@ -172,6 +172,22 @@ def sample_logprobs(model, samples: Sequence[Sample], pad_id: int, micro_batch_s
     return out  # type: ignore[return-value]
 
 
+def behaviour_logprobs(model, samples: Sequence[Sample], pad_id: int, micro_batch_size: int,
+                       temperature: float = 1.0, bf16: bool = False) -> tuple[list[torch.Tensor], int]:
+    """Per-sample next-token logprobs of the policy that sampled each sample, as recorded at
+    sampling (:attr:`Sample.behaviour_logprobs`, shifted like :func:`sample_logprobs`'s); a sample
+    without them gets ``model``'s own (no grad). Returns them and how many samples had none."""
+    out: list[torch.Tensor | None] = [None if s.behaviour_logprobs is None
+                                      else torch.tensor(s.behaviour_logprobs[1:], dtype=torch.float32)
+                                      for s in samples]
+    missing = [i for i, row in enumerate(out) if row is None]
+    if missing:
+        computed = sample_logprobs(model, [samples[i] for i in missing], pad_id, micro_batch_size, temperature, bf16)
+        for i, row in zip(missing, computed):
+            out[i] = row
+    return out, len(missing)
+
+
 def _stack(rows: Sequence[torch.Tensor], width: int, device) -> torch.Tensor:
     out = torch.zeros((len(rows), width), dtype=torch.float32, device=device)
     for i, r in enumerate(rows):

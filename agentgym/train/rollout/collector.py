@@ -26,6 +26,8 @@ class Collector:
         self.envs, self.policy, self.encoder, self.cfg, self.sampling = envs, policy, encoder, cfg, sampling
         self.reset_options = dict(reset_options or {})
         self.device, self.bf16, self.hook = device, bf16, system_prompt_hook
+        self.trace: list | None = None
+        """When a list, every policy call and env wait is appended to it (``collect_episodes``'s ``trace``)."""
         self.start_step()
 
     def start_step(self) -> None:
@@ -43,7 +45,7 @@ class Collector:
             chunk = requests[start:start + n]
             with autocast_context(self.device, self.bf16):
                 episodes, timing = collect_episodes(self.envs, self.policy, self.encoder, chunk, self.cfg,
-                                                    self.sampling, self.reset_options, self.hook)
+                                                    self.sampling, self.reset_options, self.hook, self.trace)
             for ep in episodes:
                 ep.group += self.next_group
             self.next_group += len(chunk)

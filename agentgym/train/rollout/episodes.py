@@ -121,7 +121,8 @@ class Episode:
 def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None,
                      requests: Sequence[int | GroupRequest], cfg: RolloutConfig,
                      sampling: SamplingConfig | None = None, reset_options: dict | None = None,
-                     system_prompt_hook: Callable[[str], str] | None = None) -> tuple[list[Episode], dict[str, float]]:
+                     system_prompt_hook: Callable[[str], str] | None = None,
+                     trace: list | None = None) -> tuple[list[Episode], dict[str, float]]:
     """Play one episode in every env of the requested groups; request g (a seed, or a
     :class:`GroupRequest`) picks the task of the envs of group slot g. Slots past the last request
     are neither reset nor stepped.
@@ -129,6 +130,8 @@ def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
     ``encoder=None`` sends the policy chat histories (the ``window`` layout's messages) instead of
     token ids, for policies without a tokenizer (evaluation through an OpenAI-compatible server).
     ``system_prompt_hook`` rewrites each episode's system prompt before its first turn.
+    ``trace``: when a list, ``("generate" | "env", start, end)`` is appended for every policy call
+    and every wait on the envs (``time.perf_counter`` seconds), for a timeline of the rollout.
 
     Returns the episodes (env order: group-major) and timing stats.
     """
@@ -161,8 +164,10 @@ def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
             ep.concat_ids = encoder.prompt_ids(episode_to_messages(ep.system_prompt, [obs], []))
             ep.concat_mask = [0] * len(ep.concat_ids)
         episodes.append(ep)
+    if trace is not None:
+        trace.append(("env", t0, time.perf_counter()))  # the resets
     play = _play_overlapped if cfg.rollout_mode == "overlapped" else _play_lockstep
-    gen_time, env_time = play(envs, policy, encoder, episodes, cfg, sampling)
+    gen_time, env_time = play(envs, policy, encoder, episodes, cfg, sampling, trace)
     stats = {"time/rollout": time.perf_counter() - t0, "time/generate": gen_time, "time/env": env_time}
     return episodes, stats
 
@@ -231,8 +236,16 @@ def _record_step(ep: Episode, c: Completion, result: StepResult, encoder: ChatEn
             ep.error = str(info["error"])
 
 
+def _span(trace: list | None, what: str, start: float) -> float:
+    """Seconds since ``start``, recorded on ``trace`` as ``(what, start, now)`` when there is one."""
+    end = time.perf_counter()
+    if trace is not None:
+        trace.append((what, start, end))
+    return end - start
+
+
 def _play_lockstep(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None, episodes: list[Episode],
-                   cfg: RolloutConfig, sampling: SamplingConfig | None) -> tuple[float, float]:
+                   cfg: RolloutConfig, sampling: SamplingConfig | None, trace: list | None = None) -> tuple[float, float]:
     """Every turn: generate for every unfinished episode, then step all their envs; (generate s, env s)."""
     gen_time = env_time = 0.0
     while True:
@@ -246,16 +259,16 @@ def _play_lockstep(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None, 
             return gen_time, env_time
         t = time.perf_counter()
         completions = _generate(policy, encoder, episodes, prompts, sampling)
-        gen_time += time.perf_counter() - t
+        gen_time += _span(trace, "generate", t)
         t = time.perf_counter()
         results = envs.step_some({i: c.text for i, c in completions.items()})
-        env_time += time.perf_counter() - t
+        env_time += _span(trace, "env", t)
         for i, c in completions.items():
             _record_step(episodes[i], c, results[i], encoder, cfg)
 
 
 def _play_overlapped(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None, episodes: list[Episode],
-                     cfg: RolloutConfig, sampling: SamplingConfig | None) -> tuple[float, float]:
+                     cfg: RolloutConfig, sampling: SamplingConfig | None, trace: list | None = None) -> tuple[float, float]:
     """Generate for the episodes whose env step is back while the envs of the others still step.
 
     The actions of each generated batch are sent at once; then whatever results are ready (at
@@ -267,7 +280,7 @@ def _play_overlapped(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
     behind generation does not count. Returns (generate s, env s).
     """
     try:
-        return _overlapped_turns(envs, policy, encoder, episodes, cfg, sampling)
+        return _overlapped_turns(envs, policy, encoder, episodes, cfg, sampling, trace)
     except BaseException:
         # leave no step in flight: the env batch must be usable by the next call (a reset)
         if envs.pending:
@@ -276,7 +289,7 @@ def _play_overlapped(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
 
 
 def _overlapped_turns(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None, episodes: list[Episode],
-                      cfg: RolloutConfig, sampling: SamplingConfig | None) -> tuple[float, float]:
+                      cfg: RolloutConfig, sampling: SamplingConfig | None, trace: list | None) -> tuple[float, float]:
     gen_time = env_time = 0.0
     waiting: dict[int, Completion] = {}  # env index -> the completion its env is stepping on
     ready = [i for i, ep in enumerate(episodes) if not ep.done]  # turn due, in env order
@@ -292,11 +305,11 @@ def _overlapped_turns(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | Non
         if prompts:
             t = time.perf_counter()
             completions = _generate(policy, encoder, episodes, prompts, sampling)
-            last_call = time.perf_counter() - t
+            last_call = _span(trace, "generate", t)
             gen_time += last_call
             t = time.perf_counter()
             envs.send_some({i: c.text for i, c in completions.items()})
-            env_time += time.perf_counter() - t
+            env_time += _span(trace, "env", t)
             waiting.update(completions)
         if not waiting:
             continue
@@ -307,7 +320,7 @@ def _overlapped_turns(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | Non
         results = envs.recv_some(0 if ready else 1)
         if not ready and len(waiting) > len(results) and cfg.batch_wait > 0:
             results.update(envs.recv_some(len(waiting) - len(results), timeout=cfg.batch_wait * last_call))
-        env_time += time.perf_counter() - t
+        env_time += _span(trace, "env", t)
         for i in sorted(results):
             ep = episodes[i]
             _record_step(ep, waiting.pop(i), results[i], encoder, cfg)

@@ -34,12 +34,19 @@ class Sample:
     ``concat`` sequence with different advantages."""
     turn: int = -1
     """``window`` layout: the turn of its episode it holds (-1: all of them, or none)."""
+    behaviour_logprobs: list[float] | None = None
+    """Per token of ``input_ids``: the log-probability the policy that sampled it gave it when it
+    sampled (0.0 on tokens it did not sample); None when the sampler did not report them. Under
+    ``--async-steps`` these are the PPO ratio's denominator, so the ratio corrects for the lag."""
 
     def __post_init__(self) -> None:
         if len(self.input_ids) != len(self.loss_mask):
             raise ValueError(f"input_ids ({len(self.input_ids)}) and loss_mask ({len(self.loss_mask)}) differ")
         if self.token_advantages is not None and len(self.token_advantages) != len(self.input_ids):
             raise ValueError(f"token_advantages ({len(self.token_advantages)}) and input_ids "
+                             f"({len(self.input_ids)}) differ")
+        if self.behaviour_logprobs is not None and len(self.behaviour_logprobs) != len(self.input_ids):
+            raise ValueError(f"behaviour_logprobs ({len(self.behaviour_logprobs)}) and input_ids "
                              f"({len(self.input_ids)}) differ")
 
     @property
@@ -62,6 +69,24 @@ def per_turn(episodes: Sequence[Episode], advantages: Sequence) -> list[np.ndarr
     return out
 
 
+def _turn_logprobs(turn) -> list[float] | None:
+    """The sampler's log-probabilities of a turn's ids, or None where it gave none for each id."""
+    lps = turn.completion.logprobs
+    return [float(x) for x in lps] if len(lps) == len(turn.completion.token_ids) else None
+
+
+def _concat_logprobs(ep: Episode) -> list[float] | None:
+    if len(ep.turn_spans) != len(ep.turns):
+        return None
+    out = [0.0] * len(ep.concat_ids)
+    for (start, end), turn in zip(ep.turn_spans, ep.turns):
+        lps = _turn_logprobs(turn)
+        if lps is None or len(lps) != end - start:
+            return None
+        out[start:end] = lps
+    return out
+
+
 def episode_samples(episodes: Sequence[Episode], advantages: Sequence, layout: str) -> list[Sample]:
     """Samples of every episode that has at least one model turn; ``advantages[i]`` is a number or
     one number per turn of episode i."""
@@ -78,12 +103,13 @@ def episode_samples(episodes: Sequence[Episode], advantages: Sequence, layout: s
                 for (start, end), a in zip(ep.turn_spans, adv):
                     token_adv[start:end] = [float(a)] * (end - start)
             out.append(Sample(list(ep.concat_ids), list(ep.concat_mask), float(adv[0]), episode=i,
-                              token_advantages=token_adv))
+                              token_advantages=token_adv, behaviour_logprobs=_concat_logprobs(ep)))
         elif layout == "window":
             for t, (turn, a) in enumerate(zip(ep.turns, adv)):
-                ids = turn.completion.token_ids
+                ids, lps = turn.completion.token_ids, _turn_logprobs(turn)
                 out.append(Sample(list(turn.prompt_ids) + list(ids), [0] * len(turn.prompt_ids) + [1] * len(ids),
-                                  float(a), episode=i, turn=t))
+                                  float(a), episode=i, turn=t,
+                                  behaviour_logprobs=None if lps is None else [0.0] * len(turn.prompt_ids) + lps))
         else:
             raise ValueError(f"unknown layout {layout!r}")
     return out

@@ -298,6 +298,10 @@ class RolloutConfig(LayoutConfig):
     batch_wait: float = 1.0
     """`--rollout-mode overlapped`: once one env step is back, wait up to this many times the last
     policy call's time for the others in flight (0: take only what is ready; docs/trainers.md)"""
+    async_steps: int = 0
+    """play up to this many steps ahead: a rollout thread plays the next steps' groups, with weights
+    at most this many updates old, while the learner updates (0: each step plays, then updates;
+    docs/trainers.md, "Asynchronous rollouts")"""
     generator: Literal["hf", "vllm", "openai"] = "hf"
     """what samples rollouts: the trained model (`hf`), a vLLM engine in this process (`vllm`), or an OpenAI-compatible server (`openai`; docs/trainers.md)"""
     generator_url: str | None = None
@@ -377,6 +381,14 @@ class RolloutConfig(LayoutConfig):
         if self.num_groups % world:
             raise ConfigError(f"--num-groups {self.num_groups} does not split into whole groups across {world} "
                               f"processes (WORLD_SIZE={world}); give a multiple of {world}")
+        _at_least("async-steps", self.async_steps, 0)
+        if self.async_steps > 0 and world > 1:
+            raise ConfigError(f"--async-steps runs in one process for now; under torchrun (WORLD_SIZE={world}) "
+                              "use --async-steps 0")
+        if self.async_steps > 0 and self.generator == "vllm":
+            raise ConfigError("--async-steps needs a generator that samples while the learner trains: the colocated "
+                              "--generator vllm engine sleeps through each update. Use --generator openai (a vLLM "
+                              "server beside the trainer) or --async-steps 0")
         if world > 1 and self.generator != "hf":
             raise ConfigError(f"--generator {self.generator} is for one process; under torchrun every rank "
                               "generates with its own copy of the trained model (--generator hf)")
@@ -633,6 +645,9 @@ class TrainConfig(ConfigTree):
         # (PPO's value head) says so with a class attribute ``min_group_size = 1``
         least = min(getattr(getattr(self, f.name), "min_group_size", 2) for f in fields(self))
         _at_least("group-size", self.rollout.group_size, least, "group advantages compare episodes of one task")
+        if self.rollout.async_steps > 0 and self.model.fsdp:
+            raise ConfigError("--async-steps does not run with --fsdp yet (the rollout thread would need the "
+                              "sharded weights gathered); use --async-steps 0")
         self.env.check_env(self.model.model, self.eval.eval_split if self.eval.eval_episodes > 0 else None)
         _check_history_layout(self.env, self.model.model, self.rollout.layout)
 

@@ -22,6 +22,7 @@ Each step, after the policy's advantages:
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sys
@@ -138,6 +139,7 @@ class GCD(TrainerExtension):
     ``GiGPO(config.gigpo)`` for ``base="gigpo"``: :func:`gcd_extensions` builds the list)."""
 
     name = "gcd"
+    generates_in_hooks = True  # the judge samples and the mistakes summary
     summed_metrics = frozenset({"gcd/steps", "gcd/reason_invalid", "gcd/reason_revisit", "gcd/reason_solved",
                                 "gcd/labels_good_before", "gcd/labels_bad_before", "gcd/labels_unlabelled",
                                 "gcd/labels_good", "gcd/labels_bad", "gcd/judged_steps", "gcd/judge_samples",
@@ -164,6 +166,11 @@ class GCD(TrainerExtension):
     # ----- hooks -----
     def system_prompt(self, prompt: str) -> str:
         return self.correction.system_prompt(prompt) if self.cfg.correction else prompt
+
+    def frozen_system_prompt(self):
+        if not self.cfg.correction:
+            return lambda prompt: prompt
+        return copy.deepcopy(self.correction).system_prompt
 
     def extra_samples(self, ctx: StepContext, episodes) -> list[Sample]:
         m: dict[str, float] = {}
