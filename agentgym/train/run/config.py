@@ -359,6 +359,14 @@ class RolloutConfig(LayoutConfig):
     def validate(self) -> None:
         _at_least("num-groups", self.num_groups, 1)
         _at_least("group-size", self.group_size, 1)  # 2 unless the method allows 1 (TrainConfig.validate)
+        _at_least("async-steps", self.async_steps, 0)
+        if self.async_steps > 0 and self.generator == "vllm":
+            raise ConfigError("--async-steps needs a generator that samples while the learner trains: the colocated "
+                              "--generator vllm engine sleeps through each update. Use --generator openai (a vLLM "
+                              "server beside the trainer) or --async-steps 0")
+        if self.async_steps > 0 and launched_world_size() > 1:
+            raise ConfigError(f"--async-steps runs in one process for now; under torchrun (WORLD_SIZE="
+                              f"{launched_world_size()}) use --async-steps 0")
         _finite("generator-timeout", self.generator_timeout, positive=True)
         _at_least("generator-retries", self.generator_retries, 0)
         _at_least("reload-every", self.reload_every, 0)
@@ -381,14 +389,6 @@ class RolloutConfig(LayoutConfig):
         if self.num_groups % world:
             raise ConfigError(f"--num-groups {self.num_groups} does not split into whole groups across {world} "
                               f"processes (WORLD_SIZE={world}); give a multiple of {world}")
-        _at_least("async-steps", self.async_steps, 0)
-        if self.async_steps > 0 and world > 1:
-            raise ConfigError(f"--async-steps runs in one process for now; under torchrun (WORLD_SIZE={world}) "
-                              "use --async-steps 0")
-        if self.async_steps > 0 and self.generator == "vllm":
-            raise ConfigError("--async-steps needs a generator that samples while the learner trains: the colocated "
-                              "--generator vllm engine sleeps through each update. Use --generator openai (a vLLM "
-                              "server beside the trainer) or --async-steps 0")
         if world > 1 and self.generator != "hf":
             raise ConfigError(f"--generator {self.generator} is for one process; under torchrun every rank "
                               "generates with its own copy of the trained model (--generator hf)")
