@@ -38,6 +38,21 @@ def int_in_range(name: str, value: Any, low: int, high: int) -> int:
     return int(value)
 
 
+def seconds(name: str, value: Any) -> float:
+    """``value`` as a float if it is a finite number >= 0 (a bool is not), else a ValueError.
+
+    >>> seconds("search_latency", 0.2)
+    0.2
+    >>> seconds("search_latency", float("inf"))
+    Traceback (most recent call last):
+    ...
+    ValueError: search_latency must be a finite number of seconds >= 0, got inf
+    """
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
 def prs_stage(value: Any, where: str = "prs_stage") -> Real | None:
     """A PRS stage: None (the final stage, full reward) or a finite number >= 0, fractions
     interpolating between stages; a stage past the env's last means the last.

@@ -52,3 +52,10 @@ def test_a_config_built_in_code_gets_the_same_check_as_a_value_error():
     check_env("ToolQA-v0", {"top_k": 1}, {"--split": "valid"})  # a good one passes (and is remembered)
     with pytest.raises(ConfigError, match="has no argument 'topk'"):
         check_env("ToolQA-v0", {"topk": 1}, {})
+
+
+def test_toolqa_search_latency_goes_through_env_kwargs(capsys):
+    cfg = parse(TrainConfig, ["--env-kwargs", '{"search_latency": 0.2}'])
+    assert cfg.env.kwargs(cfg.model.model)["search_latency"] == 0.2
+    err = refused(TrainConfig, ["--env-kwargs", '{"search_latency": -1}'], capsys)
+    assert err.startswith("error: --env-kwargs: ToolQA-v0 refused its arguments: search_latency must be")

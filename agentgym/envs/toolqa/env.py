@@ -58,6 +58,10 @@ class ToolQAEnv(AgentEnv):
     - ``top_k``: default passages per search, 1 to 10 (3). ``max_turns``: turn limit (10).
     - ``judge``, ``judge_kwargs``: long-form judge, ``reference`` (default), ``openai`` or ``hf``.
     - ``success_threshold``: judge score counted as success for long-form (0.75).
+    - ``search_latency``: seconds (a finite number >= 0, default 0.0) each ``search`` and ``open``
+      call waits before it returns, in ``time.sleep``, as a web search API's round trip would
+      (``open`` counts: fetching a passage from a remote index is a round trip too). ``calculate``,
+      answers and invalid outputs never wait, and nothing but the time changes.
     - plus the shared ones: ``reward_mode``, ``prs_weights``, ``tau_fmt``, ``prs_stage``, ``expert``,
       ``render_mode``, ``system_prompt`` (replaces the built-in system prompt, e.g. a short one for
       a tiny model; it should still say how to act).
@@ -65,7 +69,7 @@ class ToolQAEnv(AgentEnv):
       arguments under these (:mod:`agentgym.envs.task_sets`, docs/envs/arguments.md).
 
     ## Version History
-    - v0: initial release.
+    - v0: initial release. ``search_latency=`` added (default 0.0: unchanged).
 
     >>> import gymnasium as gym, agentgym
     >>> env = gym.make("ToolQA-v0", expert=True)
@@ -80,9 +84,10 @@ class ToolQAEnv(AgentEnv):
                  dataset: str | Mapping[str, str] | None = None, corpus: str | None = None,
                  action_format: str = "json", top_k: int = 3, max_turns: int = 10,
                  judge: Any = "reference", judge_kwargs: Mapping[str, Any] | None = None,
-                 success_threshold: float = 0.75, **kwargs):
+                 success_threshold: float = 0.75, search_latency: float = 0.0, **kwargs):
         super().__init__(max_turns=max_turns, **kwargs)
         top_k = arguments.int_in_range("top_k", top_k, 1, MAX_TOP_K)
+        self.search_latency = arguments.seconds("search_latency", search_latency)
         if corpus is not None and dataset is None:
             raise ValueError("corpus= needs dataset= too: the QA file(s) asked about that corpus "
                              "(without dataset= the env plays its built-in knowledge base)")
@@ -105,7 +110,7 @@ class ToolQAEnv(AgentEnv):
         self.data.questions(split)  # fail now on an unknown split
         self.judge = make_judge(judge, **dict(judge_kwargs or {})) if answer_form == "long" else None
         self.success_threshold = success_threshold
-        self.toolbox = ToolBox(self.data.retriever, default_top_k=top_k)
+        self.toolbox = ToolBox(self.data.retriever, default_top_k=top_k, search_latency=self.search_latency)
         self.format_hint = ("Reply with <search>query</search> or <answer>...</answer>." if action_format == "tags"
                             else 'Reply with <tool_call>{"name": ..., "arguments": {...}}</tool_call> or '
                                  "<answer>...</answer>.")

@@ -3,10 +3,16 @@
 ``tool`` term of one call (SPEC §4.1): 1.0 if what the call returned contains a gold answer (or,
 for long-form questions, a key fact), 0.5 if it ran but returned none, 0.0 if it failed or repeated
 an earlier call of the episode.
+
+``search_latency``: each call that reads the knowledge base (``search``, and ``open``: fetching a
+passage from a remote index is a round trip too) first waits that many seconds in ``time.sleep``,
+which, like a socket read, releases the GIL; ``calculate`` runs locally and never waits. It stands
+in for a web search API's network round trip, so asynchronous rollouts can be measured against one.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -36,6 +42,8 @@ CALCULATE = _function("calculate", "Evaluate an arithmetic expression (+ - * / ^
                       "min, max, sqrt).", {"expression": {"type": "string", "description": "e.g. 1999 - 1850"}},
                       ["expression"])
 ALL_TOOLS = [SEARCH, OPEN, CALCULATE]
+REMOTE_TOOLS = ("search", "open")
+"""The tools that read the knowledge base: the ones ``search_latency`` delays."""
 
 
 @dataclass
@@ -54,8 +62,10 @@ def _contains_any(text: str, targets: Sequence[str]) -> bool:
 class ToolBox:
     """Runs tool calls for one episode, remembering earlier calls to spot repeats."""
 
-    def __init__(self, retriever: BM25Retriever, default_top_k: int = 3, max_passage_chars: int = 1500):
+    def __init__(self, retriever: BM25Retriever, default_top_k: int = 3, max_passage_chars: int = 1500,
+                 search_latency: float = 0.0):
         self.retriever = retriever
+        self.search_latency = search_latency
         self.default_top_k = default_top_k
         self.max_passage_chars = max_passage_chars
         self._targets: list[str] = []
@@ -78,6 +88,9 @@ class ToolBox:
         key = (name, normalize_answer(str(sorted(arguments.items()))))
         repeated = key in self._seen
         self._seen.add(key)
+        if self.search_latency > 0 and name in REMOTE_TOOLS:
+            # a remote index answers repeats and unknown ids too, so every such call waits
+            time.sleep(self.search_latency)
         result = getattr(self, f"_{name}")(**arguments)
         if repeated and result.ok:
             result.term = 0.0
