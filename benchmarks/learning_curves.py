@@ -3,6 +3,7 @@ PRS against binary reward, several seeds each, every method on the same budget o
 
     python benchmarks/learning_curves.py                        # ToolQA-v0, 7 methods x 3 seeds, CPU
     python benchmarks/learning_curves.py --methods grpo vspo --seeds 0 1 2 3 4
+    python benchmarks/learning_curves.py --methods vspo vspo-async1   # learning with --async-steps 1 beside sync
     python benchmarks/learning_curves.py --report-only          # tables and plots from finished cells
 
 A cell is one (method, seed): one run of that method's trainer on its defaults (the README's main
@@ -39,7 +40,13 @@ METHODS = {
     "gcd": ("gcd", {}),
     "grpo-binary": ("grpo", {"reward_mode": "binary"}),
     "ppo": ("ppo", {}),
+    # asynchronous rollouts (--async-steps 1): learning beside the synchronous run of the same
+    # method; not in the default set. A cell checkpoints every --eval-every steps, and a checkpoint
+    # step drains the rollout pipeline, so 1 step in --eval-every overlaps nothing.
+    "vspo-async1": ("vspo", {"async_steps": 1}),
+    "grpo-async1": ("grpo", {"async_steps": 1}),
 }
+DEFAULT_METHODS = [m for m, (_, extra) in METHODS.items() if not extra.get("async_steps")]
 
 
 @functools.lru_cache(maxsize=None)
@@ -249,7 +256,8 @@ def main(argv: list[str] | None = None) -> dict:
                         "`--override '{\"preset\": \"none\"}'`: over the env's own defaults)")
     p.add_argument("--model", default=None,
                    help="built-in model the cold starts start from (tiny-wide, tiny, tiny-small; default: the trainers')")
-    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    p.add_argument("--methods", nargs="+", default=DEFAULT_METHODS, choices=list(METHODS),
+                   help=f"default: {' '.join(DEFAULT_METHODS)}")
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--max-episodes", type=int, default=None,
                    help="env-episode budget of every cell (default: the main job's, num_steps x episodes per step)")

@@ -66,6 +66,7 @@ def _run_without(module: str, script: str, *argv: str) -> subprocess.CompletedPr
     ("benchmarks/vector_throughput.py", "matplotlib"),
     ("benchmarks/overhead/scienceworld.py", "psutil"),
     ("benchmarks/trainer_throughput.py", "transformers"),
+    ("benchmarks/async_rollouts.py", "matplotlib"),
 ])
 def test_a_benchmark_missing_a_module_stops_before_measuring_and_names_the_extra(tmp_path, script, module):
     out = tmp_path / "results"
@@ -73,7 +74,8 @@ def test_a_benchmark_missing_a_module_stops_before_measuring_and_names_the_extra
             "benchmarks/vector_throughput.py": ["--envs", "ToolQA-v0", "--sizes", "1", "--seconds", "0.2",
                                                 "--out", str(out)],
             "benchmarks/overhead/scienceworld.py": ["--tasks", "boil", "--repeats", "1"],
-            "benchmarks/trainer_throughput.py": ["--skip-trl", "--workdir", str(tmp_path / "work")]}[script]
+            "benchmarks/trainer_throughput.py": ["--skip-trl", "--workdir", str(tmp_path / "work")],
+            "benchmarks/async_rollouts.py": ["--env-id", "ToolQA-v0", "--out", str(out)]}[script]
     proc = _run_without(module, script, *argv)
     assert proc.returncode == 1
     assert f"{script} needs {module}, which is not installed" in proc.stderr

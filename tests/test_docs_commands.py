@@ -59,6 +59,9 @@ SHRINK = [
     (r"^python benchmarks/learning_curves\.py", "--methods grpo --seeds 0 --max-episodes 4 --eval-every 1 "
      "--eval-episodes 2 --override '{\"cold_start_steps\": 2, \"cold_start_episodes\": 2, \"num_groups\": 1, "
      "\"group_size\": 2, \"max_new_tokens\": 4}'"),
+    (r"^python benchmarks/async_rollouts\.py", "--env-id ToolQA-v0 --steps 3 --repeats 1 --async-steps 0 1 "
+     "--search-latency 0.01 --toolqa-model tiny --cold-start-steps 2 --cold-start-episodes 2 "
+     "--override '{\"num_groups\": 1, \"group_size\": 2, \"max_new_tokens\": 4}'"),
     (r"^agentgym eval", "--num-episodes 2 --batch-size 2 --max-new-tokens 4"),
     (r"^agentgym expert-data", "--episodes 2"),
     (r"(agentgym leaderboard|benchmarks/leaderboard\.py)( --agents|$)", "--limit 1 --max-new-tokens 4"),

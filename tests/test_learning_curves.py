@@ -74,6 +74,20 @@ def test_binary_cells_train_on_binary_reward_and_the_rest_on_prs(tmp_path):
     assert type(prs).__name__ == "VSPOTrainConfig" and prs.run.output_dir == str(tmp_path)
 
 
+def test_async_cells_run_their_method_one_step_ahead_and_are_not_in_the_default_set(tmp_path):
+    class Args:
+        env_id, env_kwargs, max_episodes, eval_every, eval_episodes, cpu_threads = "ToolQA-v0", None, 8, 2, 2, 1
+        override = {}
+    module, cell = lc.cell_config(Args, "vspo-async1", 0, "tiny", str(tmp_path))
+    _, sync = lc.cell_config(Args, "vspo", 0, "tiny", str(tmp_path))
+    assert module is lc.trainer("vspo") and type(cell).__name__ == "VSPOTrainConfig"
+    assert cell.rollout.async_steps == 1 and sync.rollout.async_steps == 0
+    assert cell.run.save_every == Args.eval_every  # every checkpoint step drains the pipeline
+    assert lc.cell_config(Args, "grpo-async1", 0, "tiny", str(tmp_path))[1].rollout.async_steps == 1
+    assert "vspo-async1" not in lc.DEFAULT_METHODS and "grpo-async1" not in lc.DEFAULT_METHODS
+    assert len(lc.DEFAULT_METHODS) == 7
+
+
 def test_a_method_run_on_fewer_seeds_says_how_many_in_the_table():
     def cell(method, seed, end):
         return {"method": method, "seed": seed, "episodes": 8, "steps": 2,
