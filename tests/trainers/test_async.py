@@ -117,3 +117,14 @@ def test_the_timeline_says_who_was_busy_when(tmp_path):
                                                       ("learner", "update"), ("learner", "wait")}
     assert all(0 <= s["start"] <= s["end"] for s in spans)
     assert sum(s["what"] == "update" for s in spans) == 2
+
+
+def test_an_episode_budget_stops_the_rollout_thread_too(tmp_path):
+    result = grpo.main(small_config(tmp_path, num_steps=50, max_episodes=8, save_every=0, async_steps=2))
+    log = rows(tmp_path)
+    # 2 groups x 2 episodes a step: the budget is spent after step 2
+    assert [r["episodes/total"] for r in log] == [4.0, 8.0]
+    # the untrained model's replies are never valid answers: every episode plays both turns, one
+    # policy call each, so two calls per batch; none was played past the budget
+    assert all(r["episode/turns"] == 2.0 for r in log)
+    assert sum(s["what"] == "generate" for s in result.timeline) == 2 * len(log)

@@ -252,3 +252,23 @@ def test_vllm_generator_sleeps_through_each_update_and_gets_the_new_weights(tmp_
     for ep in recorder.episodes:
         assert sampled_ids(ep) == [t for turn in ep.turns for t in turn.completion.token_ids]
     assert all(row["time/generator_sync"] >= 0 for row in result.history)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_an_async_run_has_the_server_load_each_version_before_the_batch_it_plays(tmp_path, chat_server, tiny_path):
+    loaded = serve_tiny_model(chat_server)
+    recorder = Recorder()
+    result = train(openai_config(tmp_path, chat_server, num_steps=3, reload_every=1, save_every=0, async_steps=1),
+                   [recorder])
+    run = tmp_path / "run"
+    # batches 0 and 1 are played with the run's weights, batch 2 with those after one update; the
+    # weights after two and three updates play nothing, so they are never saved for the server
+    assert [p for p, _ in loaded] == [os.path.realpath(tiny_path), str((run / "generator" / "step_1").resolve())]
+    assert [row["async/version_lag"] for row in result.history] == [0.0, 1.0, 1.0]
+    assert [row["generator/reloaded"] for row in result.history] == [0.0, 0.0, 1.0]
+    turns = [t.completion for ep in recorder.episodes for t in ep.turns]
+    assert turns and sorted(c.token_ids for c in turns) == sorted(chat_server.sampled)
+    # the server reported each token's logprob, and the ratio is taken against them
+    assert all(row["async/samples_without_behaviour_logprobs"] == 0 for row in result.history
+               if not row["update/skipped"])

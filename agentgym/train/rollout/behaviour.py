@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +50,14 @@ class BehaviourWeights:
         with self._torch.no_grad():
             return {k: v.detach().clone() for k, v in _unwrap(model).state_dict().items()}
 
-    def load(self, version: int, snapshot: Any) -> None:
-        """Sample from version ``version`` from now on (nothing to do when it is loaded already)."""
+    def load(self, version: int, snapshot: Any) -> dict[str, float]:
+        """Sample from version ``version`` from now on (nothing to do when it is loaded already);
+        returns metrics of the batch played with it."""
+        t = time.perf_counter()
         if version != self.version:
             self.model.load_state_dict(snapshot)
             self.version = version
+        return {"time/generator_sync": time.perf_counter() - t}
 
 
 class ServerWeights:
@@ -69,15 +73,20 @@ class ServerWeights:
             return None
         return str(save_generator_weights(model, self.tokenizer, output_dir, version))
 
-    def load(self, version: int, snapshot: Any) -> None:
-        if snapshot is None or version == self.version:
-            return  # a version the server is not due to load: it samples from the last one it loaded
-        self.generator.reload(snapshot)
-        path = Path(snapshot)
-        for old in path.parent.glob("step_*"):
-            if old != path and int(old.name.removeprefix("step_")) < version:
-                shutil.rmtree(old, ignore_errors=True)  # the server holds newer weights in memory
-        self.version = version
+    def load(self, version: int, snapshot: Any) -> dict[str, float]:
+        t = time.perf_counter()
+        # the completions of the batch before this one whose ids the server did not report
+        out = {"generator/retokenized": float(self.policy.take_retokenized()), "generator/reloaded": 0.0}
+        if snapshot is not None and version != self.version:  # else: the server keeps the last one it loaded
+            self.generator.reload(snapshot)
+            path = Path(snapshot)
+            for old in path.parent.glob("step_*"):
+                if old != path and int(old.name.removeprefix("step_")) < version:
+                    shutil.rmtree(old, ignore_errors=True)  # the server holds newer weights in memory
+            self.version = version
+            out["generator/reloaded"] = 1.0
+        out["time/generator_sync"] = time.perf_counter() - t
+        return out
 
 
 def behaviour_weights(model, generator: Generator, tokenizer, start_version: int):

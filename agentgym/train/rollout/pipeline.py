@@ -24,6 +24,8 @@ played with is fixed by the config, never by timing, so a seeded run is reproduc
 - **One draw at a time.** Sampling draws from the process's random stream. Whatever draws from it on
   the learner's side (a held-out evaluation, GCD's judge sampling) first :meth:`~AsyncRollouts.paused`:
   it waits until the rollout thread has done every job it may do and holds it there.
+- **A budget is not overrun.** With ``--max-episodes`` the thread stops once the batches it has
+  played reach the budget: the learner stops at or before the last of them.
 - **Checkpoints drain the pipeline.** At a checkpoint step nothing is in flight: the batch of that
   step is played after the checkpoint, with its weights. A killed run resumes from the checkpoint
   and plays exactly what the run would have played (the task stream's position is the last trained
@@ -196,6 +198,9 @@ class AsyncRollouts:
         run.collector.policy = self.weights.policy
         self.timeline = _Timeline(run.collector)
         self.position = state.data_position
+        self.budget = run.config.run.max_episodes
+        self.played = state.episodes
+        """episodes played through the last batch played: those trained, and those in flight"""
         self.cond = threading.Condition()
         self.published: dict[int, _Published] = {}
         self.pending: dict[int, tuple] = {}
@@ -224,6 +229,8 @@ class AsyncRollouts:
     def _play(self) -> None:
         try:
             for b in range(self.start, self.end):
+                if 0 < self.budget <= self.played:
+                    break  # --max-episodes: the learner stops at or before the last batch played
                 v = self.version_for(b)
                 self._job(lambda: v in self.published, lambda: self._collect(b, v))
                 gated = self.run.extensions.rewrites_rollouts
@@ -264,23 +271,24 @@ class AsyncRollouts:
             pub = self.published[version]
             for old in [v for v in self.published if v < version]:
                 del self.published[old]
-        self.weights.load(version, pub.snapshot)
+        loaded = self.weights.load(version, pub.snapshot)
         stage = None if run.config.env.prs_schedule == "none" else pub.schedule.stage_at(step)
         run.envs.set_prs_stage(stage)
         run.collector.start_step()
         run.collector.hook = pub.system_prompt
         tasks = StepTasks(run.stream, self.position, r.num_groups)
         ctx = dataclasses.replace(run.step_context(step, tasks.extra), policy=self.weights.policy)
-        self.pending[step] = (ctx, tasks, run.collector(tasks.batch()), stage, version)
+        self.pending[step] = (ctx, tasks, run.collector(tasks.batch()), stage, version, loaded)
 
     def _finish(self, step: int) -> None:
         run = self.run
-        ctx, tasks, episodes, stage, version = self.pending.pop(step)
+        ctx, tasks, episodes, stage, version, loaded = self.pending.pop(step)
         episodes = run.extensions.after_rollout(ctx, episodes)
         self.position = tasks.end(most_taken=tasks.taken)
         learner_ctx = dataclasses.replace(ctx, policy=run.policy, collect=_learner_only, next_requests=_learner_only)
-        batch = RolloutBatch(step, episodes, learner_ctx, stage, run.collector.stats(), list(run.collector.played),
-                             version, tasks=tasks, end_position=self.position)
+        batch = RolloutBatch(step, episodes, learner_ctx, stage, {**run.collector.stats(), **loaded},
+                             list(run.collector.played), version, tasks=tasks, end_position=self.position)
+        self.played += int(batch.stats["episodes/played"])
         with self.cond:
             self.batches[step] = batch
 
