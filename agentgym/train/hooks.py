@@ -25,6 +25,14 @@ A :class:`TrainerExtension` sees the run at these points, in this order:
 ``cold_start_samples(run, env, tasks)`` is where a method contributes samples of its own to the SFT
 cold start (GCD's judge samples once they move here); the cold start does not ask for them yet.
 
+Under ``--async-steps`` (:mod:`agentgym.train.rollout.pipeline`) ``after_rollout`` runs on the
+rollout thread, with ``ctx.policy`` the behaviour policy that played the batch and, for an
+extension that overrides it, only once the learner has finished the step before; the other step
+hooks run on the learner's thread, where ``ctx.policy`` is the current weights' policy and
+``ctx.collect`` / ``ctx.next_requests`` are refused. An extension whose prompt rewrite has state
+gives the rollout thread a copy of it (``frozen_system_prompt``); one that samples in its hooks
+says so (``generates_in_hooks``).
+
 ``metrics()`` is merged into the step's logged metrics and ``state_dict``/``load_state_dict`` go
 into checkpoints (tensors too: a value head's weights resume bitwise), so extensions resume
 exactly. ``agentgym eval`` rebuilds a checkpoint's extensions the same way
