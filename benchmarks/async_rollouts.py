@@ -43,8 +43,6 @@ round, on one time axis: learner update, rollout generate, rollout env).
 from __future__ import annotations
 
 import argparse
-import functools
-import importlib.util
 import json
 import os
 import platform
@@ -80,14 +78,12 @@ HISTORY_KEYS = ("time/step", "time/rollout", "time/generate", "time/env", "time/
 PLOT_STEPS = (2, 5)
 
 
-@functools.lru_cache(maxsize=None)
 def trainer(script: str):
-    """The trainer script ``trainers/<script>.py`` as a module (its config class and ``main``)."""
-    spec = importlib.util.spec_from_file_location(f"agentgym_trainer_{script}",
-                                                  os.path.join(ROOT, "trainers", f"{script}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The trainer script ``trainers/<script>.py`` as a module (learning_curves.py's loader)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from learning_curves import trainer as load
+
+    return load(script)
 
 
 # ----- the timeline -----
