@@ -63,10 +63,14 @@ def test_cells_share_a_budget_resume_and_report(tmp_path):
     assert again["methods"]["vspo"] == summary["methods"]["vspo"]
 
 
+class Args:
+    """The benchmark's command line, as cell_config reads it."""
+
+    env_id, env_kwargs, max_episodes, eval_every, eval_episodes, cpu_threads = "ToolQA-v0", None, 8, 2, 2, 1
+    override = {}
+
+
 def test_binary_cells_train_on_binary_reward_and_the_rest_on_prs(tmp_path):
-    class Args:
-        env_id, env_kwargs, max_episodes, eval_every, eval_episodes, cpu_threads = "ToolQA-v0", None, 8, 2, 2, 1
-        override = {}
     _, binary = lc.cell_config(Args, "grpo-binary", 0, "tiny", str(tmp_path))
     _, prs = lc.cell_config(Args, "vspo", 0, "tiny", str(tmp_path))
     assert binary.env.reward_mode == "binary" and prs.env.reward_mode == "prs"
@@ -75,9 +79,6 @@ def test_binary_cells_train_on_binary_reward_and_the_rest_on_prs(tmp_path):
 
 
 def test_async_cells_run_their_method_one_step_ahead_and_are_not_in_the_default_set(tmp_path):
-    class Args:
-        env_id, env_kwargs, max_episodes, eval_every, eval_episodes, cpu_threads = "ToolQA-v0", None, 8, 2, 2, 1
-        override = {}
     module, cell = lc.cell_config(Args, "vspo-async1", 0, "tiny", str(tmp_path))
     _, sync = lc.cell_config(Args, "vspo", 0, "tiny", str(tmp_path))
     assert module is lc.trainer("vspo") and type(cell).__name__ == "VSPOTrainConfig"
@@ -100,9 +101,6 @@ def test_a_method_run_on_fewer_seeds_says_how_many_in_the_table():
 
 
 def test_ppo_cells_play_one_episode_per_task_on_the_same_episodes_per_step(tmp_path):
-    class Args:
-        env_id, env_kwargs, max_episodes, eval_every, eval_episodes, cpu_threads = "ToolQA-v0", None, 8, 2, 2, 1
-        override = {}
     _, grpo = lc.cell_config(Args, "grpo", 0, "tiny", str(tmp_path))
     _, ppo = lc.cell_config(Args, "ppo", 0, "tiny", str(tmp_path))
     assert (ppo.rollout.num_groups, ppo.rollout.group_size) == (32, 1)

@@ -31,8 +31,6 @@ class BehaviourWeights:
     """``hf``: a copy of the trained model that samples the rollouts at a published version."""
 
     def __init__(self, model, generator: Generator, tokenizer):
-        import torch
-
         from agentgym.agents.hf import HFPolicy
 
         learner = generator.policy
@@ -42,13 +40,11 @@ class BehaviourWeights:
             p.requires_grad_(False)
         self.policy = HFPolicy(self.model, tokenizer, learner.sampling, stop_token_ids=learner.stop_token_ids,
                                batch_size=learner.batch_size)
-        self._torch = torch
         self.version: int | None = None
 
     def snapshot(self, model, version: int, output_dir: str) -> Any:
         """The weights of ``model`` now, as version ``version`` (copies: the learner goes on changing them)."""
-        with self._torch.no_grad():
-            return {k: v.detach().clone() for k, v in _unwrap(model).state_dict().items()}
+        return {k: v.detach().clone() for k, v in _unwrap(model).state_dict().items()}
 
     def load(self, version: int, snapshot: Any) -> dict[str, float]:
         """Sample from version ``version`` from now on (nothing to do when it is loaded already);

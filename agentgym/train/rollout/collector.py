@@ -26,8 +26,8 @@ class Collector:
         self.envs, self.policy, self.encoder, self.cfg, self.sampling = envs, policy, encoder, cfg, sampling
         self.reset_options = dict(reset_options or {})
         self.device, self.bf16, self.hook = device, bf16, system_prompt_hook
-        self.trace: list | None = None
-        """When a list, every policy call and env wait is appended to it (``collect_episodes``'s ``trace``)."""
+        self.trace = None
+        """When set (anything with ``append``), every policy call and env wait is appended to it (``collect_episodes``'s ``trace``)."""
         self.start_step()
 
     def start_step(self) -> None:

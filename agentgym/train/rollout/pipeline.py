@@ -86,8 +86,7 @@ class _Timeline:
 
     def __init__(self, collector):
         self.spans: deque = deque(maxlen=TIMELINE_SPANS)
-        self.rollout: list = _Tagged(self.spans, "rollout")
-        collector.trace = self.rollout
+        collector.trace = _Tagged(self.spans, "rollout")
 
     def add(self, who: str, what: str, start: float) -> float:
         end = time.perf_counter()
@@ -100,11 +99,10 @@ class _Timeline:
                 for who, what, s, e in list(self.spans)]
 
 
-class _Tagged(list):
+class _Tagged:
     """The collector's trace: its ``(what, start, end)`` spans go to the timeline as ``who``'s."""
 
     def __init__(self, spans: deque, who: str):
-        super().__init__()
         self._spans, self._who = spans, who
 
     def append(self, span) -> None:
