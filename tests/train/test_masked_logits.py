@@ -50,3 +50,18 @@ def test_a_soft_capped_head_is_not_plain_and_keeps_the_full_forward():
     full = model(input_ids=ids, attention_mask=attention).logits[:, :-1]
     assert torch.allclose(logits, full[mask.bool()], atol=1e-6)
     assert logits.abs().max() <= 0.5  # capped: the full forward's logits, not the raw head's
+
+
+def test_reply_and_prompt_logits_split_every_real_position_between_reply_and_prompt(tiny_path):
+    from agentgym.train.optim.update import reply_and_prompt_logits
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_path).eval()
+    ids, attention, mask = _batch(model.config.vocab_size)
+    full = model(input_ids=ids, attention_mask=attention).logits[:, :-1]
+    (reply, reply_targets), (prompt, prompt_targets) = reply_and_prompt_logits(model, ids, attention, mask)
+    keep = mask.bool()
+    rest = attention[:, 1:].bool() & ~keep
+    assert torch.allclose(reply, full[keep], atol=1e-5) and torch.equal(reply_targets, ids[:, 1:][keep])
+    assert torch.allclose(prompt, full[rest], atol=1e-5) and torch.equal(prompt_targets, ids[:, 1:][rest])
+    # the padded row's positions past its end are in neither; every other position is in one
+    assert reply.shape[0] + prompt.shape[0] == 3 * 11 - 3

@@ -141,3 +141,46 @@ def test_sft_leaves_out_the_samples_whose_prompt_is_over_the_cap_and_counts_them
     assert read_record(final)["samples_too_long"] == over
     printed = capsys.readouterr().out
     assert f"sft: {over} samples left out, their prompt longer than --max-prompt-tokens {cap}" in printed
+
+
+def _prompt_nll(model_dir, samples):
+    """Mean next-token loss of ``samples``' prompt tokens under the model in ``model_dir``."""
+    import torch
+
+    from agentgym.train.optim.update import pad_batch, reply_and_prompt_logits
+    from agentgym.train.run.helpers import load_model
+
+    model = load_model(model_dir, "cpu", trainable=False)
+    b = pad_batch(samples, load_tokenizer(model_dir).pad_token_id, "cpu")
+    with torch.no_grad():
+        _, (logits, targets) = reply_and_prompt_logits(model, b["input_ids"], b["attention_mask"], b["loss_mask"])
+    return float(torch.nn.functional.cross_entropy(logits, targets))
+
+
+def test_a_prompt_loss_weight_also_teaches_the_model_the_env_text_and_is_part_of_the_recipe(tmp_path, tiny_path):
+    from agentgym.train.coldstart.sft import expert_samples, read_record
+
+    kw = dict(model=tiny_path, env_kwargs=TOOLQA_SMALL, num_steps=15, num_episodes=8, batch_size=4,
+              learning_rate=3e-3, progress=False, tensorboard=False, quiet=True)
+    replies_only = sft.main(build(SFTRunConfig, **kw, output_dir=str(tmp_path / "a")))
+    with_prompt = sft.main(build(SFTRunConfig, **kw, prompt_loss_weight=1.0, output_dir=str(tmp_path / "b")))
+    rows = read_metrics(tmp_path / "b")
+    assert all(r["loss/prompt"] > 0 for r in rows) and "loss/prompt" not in read_metrics(tmp_path / "a")[0]
+    samples = expert_samples(build(SFTRunConfig, **kw), ChatEncoder(load_tokenizer(tiny_path)))[0]
+    # both saw the same batches; only the run with the weight learnt to predict the prompts
+    assert _prompt_nll(with_prompt, samples) < _prompt_nll(replies_only, samples) - 0.5
+    assert read_record(with_prompt)["recipe"]["sft"]["prompt_loss_weight"] == 1.0
+    assert "prompt_loss_weight" not in read_record(replies_only)["recipe"]["sft"]  # older cold starts still match
+
+
+def test_a_prompt_loss_with_exploration_in_the_concat_layout_stops_with_one_line(tmp_path):
+    import pytest
+    from agentgym.train.run.config import ConfigError, SettingError, SFTConfig
+
+    cfg = build(SFTRunConfig, model="tiny", preset="none", env_id="ALFWorld-v0", layout="concat", explore=0.2,
+                prompt_loss_weight=1.0, num_steps=1, num_episodes=2, output_dir=str(tmp_path), quiet=True)
+    with pytest.raises(ConfigError, match="--prompt-loss-weight with --explore needs --layout window") as err:
+        sft.main(cfg)
+    assert "\n" not in str(err.value)
+    with pytest.raises(SettingError, match="prompt_loss_weight"):
+        SFTConfig(prompt_loss_weight=-1.0)

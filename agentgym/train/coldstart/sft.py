@@ -60,6 +60,8 @@ def _recipe(cfg: SFTRunConfig) -> dict[str, Any]:
         sft["max_prompt_tokens"] = cfg.chat.max_prompt_tokens
     if not sft.get("explore"):
         sft.pop("explore", None)  # likewise: no exploration is the recipe made before the setting
+    if not sft.get("prompt_loss_weight"):
+        sft.pop("prompt_loss_weight", None)  # replies only: the recipe made before the setting
     if not sft.get("judge_samples"):
         # without judge samples the run is the one made before the setting existed: keep its
         # recipe, so cold starts cached then are still reused
@@ -211,11 +213,17 @@ def run_sft(cfg: SFTRunConfig) -> str:
     from agentgym.train.run.metrics import MetricsLogger
     from agentgym.train.run.helpers import load_model, load_tokenizer, resolve_device, seed_everything
     from agentgym.train.run.threads import set_cpu_threads
-    from agentgym.train.optim.update import autocast_context, masked_next_token_logits, pad_batch
+    from agentgym.train.optim.update import (autocast_context, masked_next_token_logits, pad_batch,
+                                             reply_and_prompt_logits)
 
     # ----- setup -----
     cfg = resolved(cfg)
     run = cfg.run
+    prompt_weight = cfg.sft.prompt_loss_weight
+    if prompt_weight and cfg.sft.explore and cfg.chat.layout == "concat":
+        # a concat sequence holds the explored turns' random actions, which a prompt loss would teach
+        raise ConfigError("--prompt-loss-weight with --explore needs --layout window: a concat sequence "
+                          "holds the explored turns' random actions, which the prompt loss would train on")
     dir_lock = lock_dir(run.output_dir)  # one run per output directory
     device = resolve_device(cfg.model.device)
     if not device.startswith("cuda"):
@@ -267,15 +275,27 @@ def run_sft(cfg: SFTRunConfig) -> str:
             order += rng.permutation(len(samples)).tolist()
         batch, order = [samples[i] for i in order[:cfg.sft.batch_size]], order[cfg.sft.batch_size:]
         n_tokens = sum(s.num_loss_tokens - s.loss_mask[0] for s in batch)
+        n_prompt = sum(len(s.input_ids) - 1 for s in batch) - n_tokens
         optimizer.zero_grad(set_to_none=True)
-        total, correct = 0.0, 0.0
+        total, correct, prompt_total = 0.0, 0.0, 0.0
         for j in range(0, len(batch), cfg.sft.micro_batch_size):
             b = pad_batch(batch[j:j + cfg.sft.micro_batch_size], tokenizer.pad_token_id, device)
             with autocast_context(device, bf16):
-                logits, targets = masked_next_token_logits(model, b["input_ids"], b["attention_mask"], b["loss_mask"])
+                if prompt_weight:
+                    (logits, targets), (p_logits, p_targets) = reply_and_prompt_logits(
+                        model, b["input_ids"], b["attention_mask"], b["loss_mask"])
+                else:
+                    logits, targets = masked_next_token_logits(model, b["input_ids"], b["attention_mask"],
+                                                               b["loss_mask"])
             loss = torch.nn.functional.cross_entropy(logits, targets, reduction="sum") / max(n_tokens, 1)
-            loss.backward()
             total += float(loss.detach())
+            if prompt_weight:
+                # each side a mean over its own tokens, so the weight says how much reading counts
+                # against replying whatever the prompts' length
+                p_loss = torch.nn.functional.cross_entropy(p_logits, p_targets, reduction="sum") / max(n_prompt, 1)
+                prompt_total += float(p_loss.detach())
+                loss = loss + prompt_weight * p_loss
+            loss.backward()
             correct += float((logits.argmax(-1) == targets).sum())
         if cfg.sft.max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.sft.max_grad_norm)
@@ -283,10 +303,13 @@ def run_sft(cfg: SFTRunConfig) -> str:
         schedule.step()
         metrics = {"loss/sft": total, "accuracy/token": correct / max(n_tokens, 1), "tokens/loss": n_tokens,
                    "lr": schedule.get_last_lr()[0], "time/step": time.perf_counter() - t0}
+        if prompt_weight:
+            metrics["loss/prompt"] = prompt_total
         logger.log(step, metrics)
         if not run.quiet and (step % cfg.sft.log_every == 0 or step == cfg.sft.num_steps):
             bar.write(f"sft step {step:4d}  loss {total:.4f}  token acc {metrics['accuracy/token']:.3f}  "
-                      f"{metrics['time/step']:.2f}s")
+                      + (f"prompt loss {prompt_total:.4f}  " if prompt_weight else "")
+                      + f"{metrics['time/step']:.2f}s")
     bar.close()
     logger.close()
     final = save_final(cfg, model, tokenizer, tasks, solved, len(too_long))

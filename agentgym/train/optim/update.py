@@ -134,6 +134,25 @@ def masked_next_token_logits(model, input_ids: torch.Tensor, attention_mask: tor
     return logits[keep].float(), targets
 
 
+def reply_and_prompt_logits(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor
+                            ) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
+    """Like :func:`masked_next_token_logits`, and also the logits and targets of every other real
+    token (the prompt and observations: positions ``loss_mask`` leaves out whose target is not
+    padding), from the same forward pass."""
+    reply = loss_mask.bool()
+    prompt = attention_mask[:, 1:].bool() & ~reply
+    if plain_head(model):
+        hidden = model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
+                                     use_cache=False).last_hidden_state[:, :-1]
+        head = model.get_output_embeddings()
+        logits_of = lambda keep: head(hidden[keep]).float()  # noqa: E731
+    else:
+        full = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits[:, :-1]
+        logits_of = lambda keep: full[keep].float()  # noqa: E731
+    targets = input_ids[:, 1:]
+    return (logits_of(reply), targets[reply]), (logits_of(prompt), targets[prompt])
+
+
 def autocast_context(device, bf16: bool):
     if bf16 and torch.device(device).type == "cuda":
         return torch.autocast("cuda", dtype=torch.bfloat16)

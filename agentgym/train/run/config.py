@@ -563,6 +563,10 @@ class SFTConfig:
     """share of turns on which the expert episode plays a random admissible action instead (never
     trained on), so the data holds states off the expert's path, each labelled with the expert's next
     action from there (DAgger's mixture; envs with admissible actions and a planning expert, e.g. ALFWorld)"""
+    prompt_loss_weight: float = 0.0
+    """weight of a next-token loss on the tokens the policy does not write (system prompt,
+    observations), beside the reply loss (0: replies only). A model built from scratch (the tiny
+    ones) then also learns to read the env's text, which its few reply tokens teach slowly"""
 
     def __post_init__(self) -> None:
         check_on_init(self)
@@ -600,6 +604,8 @@ class SFTConfig:
             raise SettingError("judge_samples", f"must be an integer >= 0, got {self.judge_samples!r}")
         if self.chatty_answers is not None and not (_is_number(self.chatty_answers) and 0 <= self.chatty_answers <= 1):
             raise SettingError("chatty_answers", f"is a fraction in [0, 1], got {self.chatty_answers!r}")
+        if not (_is_number(self.prompt_loss_weight) and self.prompt_loss_weight >= 0):
+            raise SettingError("prompt_loss_weight", f"must be a finite number >= 0, got {self.prompt_loss_weight!r}")
         if not (_is_number(self.explore) and 0 <= self.explore <= 1):
             raise SettingError("explore", f"is a fraction in [0, 1], got {self.explore!r}")
 
