@@ -125,13 +125,20 @@ def masked_next_token_logits(model, input_ids: torch.Tensor, attention_mask: tor
     SFT most positions are prompt and observation tokens that carry no loss.
     """
     keep = loss_mask.bool()
-    targets = input_ids[:, 1:][keep]
+    return _next_token_logits(model, input_ids, attention_mask)(keep), input_ids[:, 1:][keep]
+
+
+def _next_token_logits(model, input_ids: torch.Tensor, attention_mask: torch.Tensor):
+    """One forward pass; returns ``logits_of(keep)``, the float32 next-token logits of the positions
+    a ``[batch, len - 1]`` boolean mask keeps. With a :func:`plain_head` only those positions go
+    through the output layer."""
     if plain_head(model):
         hidden = model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
                                      use_cache=False).last_hidden_state[:, :-1]
-        return model.get_output_embeddings()(hidden[keep]).float(), targets
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits[:, :-1]
-    return logits[keep].float(), targets
+        head = model.get_output_embeddings()
+        return lambda keep: head(hidden[keep]).float()
+    full = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits[:, :-1]
+    return lambda keep: full[keep].float()
 
 
 def reply_and_prompt_logits(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor
@@ -141,14 +148,7 @@ def reply_and_prompt_logits(model, input_ids: torch.Tensor, attention_mask: torc
     padding), from the same forward pass."""
     reply = loss_mask.bool()
     prompt = attention_mask[:, 1:].bool() & ~reply
-    if plain_head(model):
-        hidden = model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
-                                     use_cache=False).last_hidden_state[:, :-1]
-        head = model.get_output_embeddings()
-        logits_of = lambda keep: head(hidden[keep]).float()  # noqa: E731
-    else:
-        full = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits[:, :-1]
-        logits_of = lambda keep: full[keep].float()  # noqa: E731
+    logits_of = _next_token_logits(model, input_ids, attention_mask)
     targets = input_ids[:, 1:]
     return (logits_of(reply), targets[reply]), (logits_of(prompt), targets[prompt])
 
