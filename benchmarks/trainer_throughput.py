@@ -41,7 +41,8 @@ PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, 
 ENV_KWARGS = {"question_kinds": ["single_hop"], "max_turns": 3}
 
 
-def _grpo_batch(model, tokenizer, groups, group_size, max_new_tokens, layout="concat", env_kwargs=None, seed=0):
+def _grpo_batch(model, tokenizer, groups, group_size, max_new_tokens, layout="concat", env_kwargs=None, seed=0,
+                env_id="ToolQA-v0"):
     from agentgym.agents import HFPolicy, SamplingConfig
     from agentgym.train.methods.grpo import group_advantages
     from agentgym.train.rollout.chat import ChatEncoder
@@ -50,7 +51,7 @@ def _grpo_batch(model, tokenizer, groups, group_size, max_new_tokens, layout="co
     from agentgym.train.run.helpers import make_env_batch, task_seed
 
     sampling = SamplingConfig(max_new_tokens=max_new_tokens)
-    envs = make_env_batch("ToolQA-v0", groups, group_size, "sync", env_kwargs or ENV_KWARGS)
+    envs = make_env_batch(env_id, groups, group_size, "sync", ENV_KWARGS if env_kwargs is None else env_kwargs)
     policy = HFPolicy(model, tokenizer, sampling)
     t0 = time.perf_counter()
     try:

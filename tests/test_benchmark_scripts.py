@@ -1,6 +1,7 @@
 """Benchmark scripts: the ``bench`` extra covers their imports, and a missing one stops them at once."""
 
 import ast
+import json
 import importlib.metadata
 import re
 import subprocess
@@ -67,6 +68,7 @@ def _run_without(module: str, script: str, *argv: str) -> subprocess.CompletedPr
     ("benchmarks/overhead/scienceworld.py", "psutil"),
     ("benchmarks/trainer_throughput.py", "transformers"),
     ("benchmarks/async_rollouts.py", "matplotlib"),
+    ("benchmarks/window_update.py", "transformers"),
 ])
 def test_a_benchmark_missing_a_module_stops_before_measuring_and_names_the_extra(tmp_path, script, module):
     out = tmp_path / "results"
@@ -75,10 +77,25 @@ def test_a_benchmark_missing_a_module_stops_before_measuring_and_names_the_extra
                                                 "--out", str(out)],
             "benchmarks/overhead/scienceworld.py": ["--tasks", "boil", "--repeats", "1"],
             "benchmarks/trainer_throughput.py": ["--skip-trl", "--workdir", str(tmp_path / "work")],
-            "benchmarks/async_rollouts.py": ["--env-id", "ToolQA-v0", "--out", str(out)]}[script]
+            "benchmarks/async_rollouts.py": ["--env-id", "ToolQA-v0", "--out", str(out)],
+            "benchmarks/window_update.py": ["--output", str(out / "window_update.json")]}[script]
     proc = _run_without(module, script, *argv)
     assert proc.returncode == 1
     assert f"{script} needs {module}, which is not installed" in proc.stderr
     assert 'pip install "agentgym[bench]"' in proc.stderr and "Traceback" not in proc.stderr
     assert proc.stdout == "" and not list(tmp_path.rglob("*.json"))  # nothing was measured
 
+
+
+def test_window_update_times_both_updates_on_one_alfworld_batch_and_finds_them_equal(tmp_path):
+    pytest.importorskip("alfworld")
+    out = tmp_path / "window_update.json"
+    proc = subprocess.run([sys.executable, "benchmarks/window_update.py", "--groups", "1", "--group-size", "2",
+                           "--repeats", "1", "--output", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["same_loss_and_grad_norm"] and result["samples"] >= 2
+    assert result["env_kwargs"]["observation"] == "history+admissible"  # the tiny preset's windowed prompts
+    assert result["reply_tokens"] < result["tokens"] / 10
+    assert len(result["times"]["now"]) == len(result["times"]["reference"]) == 1

@@ -62,9 +62,27 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
 
 
 def logprobs_and_hidden(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, temperature: float = 1.0,
-                        hidden: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+                        hidden: bool = False, keep: torch.Tensor | None = None
+                        ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """:func:`token_logprobs`, and with ``hidden`` the model's last hidden state (``[batch, length,
-    hidden]``, after its final norm) from the same forward pass (None without)."""
+    hidden]``, after its final norm) from the same forward pass (None without).
+
+    ``keep`` (a ``[batch, length - 1]`` mask, with ``hidden`` False): the caller reads only the
+    positions it keeps. With a :func:`plain_head` only those go through the output layer and its
+    log-softmax, and the others hold 0: in a windowed embodied batch the reply is a few tokens after
+    a prompt of hundreds, and that layer over every position was 15% of a tiny model's update
+    (`benchmarks/trainer_throughput.py`).
+    """
+    if keep is not None and not hidden and plain_head(model):
+        states = model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
+                                     use_cache=False).last_hidden_state[:, :-1]
+        keep = keep.bool()
+        logits = model.get_output_embeddings()(states[keep]).float()
+        if temperature not in (0, 1):
+            logits = logits / temperature
+        picked = logits.gather(-1, input_ids[:, 1:][keep].unsqueeze(-1)).squeeze(-1)
+        out = torch.zeros(keep.shape, dtype=torch.float32, device=states.device)
+        return out.masked_scatter(keep, picked - torch.logsumexp(logits, dim=-1)), None
     extra = {"output_hidden_states": True} if hidden else {}
     out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False, **extra)
     return _logprobs(out.logits, input_ids, temperature), (out.hidden_states[-1] if hidden else None)
@@ -160,18 +178,23 @@ def autocast_context(device, bf16: bool):
 
 
 def _micro_batches(samples: Sequence[Sample], size: int) -> list[list[int]]:
-    """Indices of micro-batches, each of one kind, kinds in order of first appearance."""
+    """Indices of micro-batches, each of one kind, kinds in order of first appearance. Within a kind
+    the samples go by length, so a micro-batch pads its short rows to a near length (windowed
+    samples differ by hundreds of tokens); every micro-batch adds to one accumulated gradient, so
+    their grouping changes nothing but the padding."""
     by_kind: dict[str, list[int]] = {}
     for i, s in enumerate(samples):
         by_kind.setdefault(s.kind, []).append(i)
-    return [idx[j:j + size] for idx in by_kind.values() for j in range(0, len(idx), size)]
+    ordered = [sorted(idx, key=lambda i: len(samples[i].input_ids)) for idx in by_kind.values()]
+    return [idx[j:j + size] for idx in ordered for j in range(0, len(idx), size)]
 
 
 @torch.no_grad()
 def sample_logprobs(model, samples: Sequence[Sample], pad_id: int, micro_batch_size: int,
                     temperature: float = 1.0, bf16: bool = False) -> list[torch.Tensor]:
     """Per-sample next-token logprobs under ``model`` (no grad): for the reference model, or the
-    pre-update policy when a batch takes several optimizer steps."""
+    pre-update policy when a batch takes several optimizer steps. Only the loss mask's positions are
+    computed where the model allows (:func:`logprobs_and_hidden`'s ``keep``); the rest may be 0."""
     device = next(model.parameters()).device
     out: list[torch.Tensor | None] = [None] * len(samples)
     was_training = model.training
@@ -183,7 +206,8 @@ def sample_logprobs(model, samples: Sequence[Sample], pad_id: int, micro_batch_s
             for idx in _micro_batches(samples, micro_batch_size):
                 batch = pad_batch([samples[i] for i in idx], pad_id, device)
                 with autocast_context(device, bf16):
-                    lp = token_logprobs(model, batch["input_ids"], batch["attention_mask"], temperature)
+                    lp = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], temperature,
+                                             keep=batch["loss_mask"])[0]
                 for row, i in enumerate(idx):
                     out[i] = lp[row, : len(samples[i].input_ids) - 1].detach()
     finally:
@@ -282,13 +306,20 @@ def train_step(
         batch = pad_batch([samples[i] for i in idx], pad_id, device)
         terms = [(term, total) for term, per_sample, total in zip(loss_terms, items, term_totals)
                  if any(per_sample[i] for i in idx)]
+        # an extension's loss term sees every position's logprobs; the policy loss only the loss mask's
+        keep = batch["loss_mask"].bool()
         with autocast_context(device, bf16):
             lp, hidden = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], temperature,
-                                             hidden=any(term.needs_hidden_states for term, _ in terms))
+                                             hidden=any(term.needs_hidden_states for term, _ in terms),
+                                             keep=None if terms else keep)
         width = lp.shape[1]
         old = lp.detach() if old_logprobs is None else _stack([old_logprobs[i] for i in idx], width, device)
         ref = _stack([ref_logprobs[i] for i in idx], width, device) if ref_logprobs is not None else None
-        loss, stats = policy_loss(lp, old, batch["advantages"], batch["loss_mask"], configs[kind], ref_logprobs=ref,
+        # the loss reads the three only under the mask; elsewhere each may hold 0 (not computed), and
+        # exp(0 - logprob) overflows there and inf * 0 would poison the masked sums
+        loss, stats = policy_loss(*(t.masked_fill(~keep, 0.0) for t in (lp, old)), batch["advantages"],
+                                  batch["loss_mask"], configs[kind],
+                                  ref_logprobs=ref.masked_fill(~keep, 0.0) if ref is not None else None,
                                   normalizer=normalizers[kind])
         total = weights[kind] * loss
         for term, count in terms:
