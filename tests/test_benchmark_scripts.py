@@ -69,6 +69,7 @@ def _run_without(module: str, script: str, *argv: str) -> subprocess.CompletedPr
     ("benchmarks/trainer_throughput.py", "transformers"),
     ("benchmarks/async_rollouts.py", "matplotlib"),
     ("benchmarks/window_update.py", "transformers"),
+    ("benchmarks/embodied_prompts.py", "scienceworld"),
 ])
 def test_a_benchmark_missing_a_module_stops_before_measuring_and_names_the_extra(tmp_path, script, module):
     out = tmp_path / "results"
@@ -78,7 +79,8 @@ def test_a_benchmark_missing_a_module_stops_before_measuring_and_names_the_extra
             "benchmarks/overhead/scienceworld.py": ["--tasks", "boil", "--repeats", "1"],
             "benchmarks/trainer_throughput.py": ["--skip-trl", "--workdir", str(tmp_path / "work")],
             "benchmarks/async_rollouts.py": ["--env-id", "ToolQA-v0", "--out", str(out)],
-            "benchmarks/window_update.py": ["--output", str(out / "window_update.json")]}[script]
+            "benchmarks/window_update.py": ["--output", str(out / "window_update.json")],
+            "benchmarks/embodied_prompts.py": ["--episodes", "1", "--output", str(out / "embodied_prompts.json")]}[script]
     proc = _run_without(module, script, *argv)
     assert proc.returncode == 1
     assert f"{script} needs {module}, which is not installed" in proc.stderr
