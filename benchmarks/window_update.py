@@ -43,7 +43,8 @@ def timed_update(model, tokenizer, samples, micro_batch_size: int, reference: bo
 
     model = copy.deepcopy(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.0)
-    patches = ([mock.patch.object(update, "plain_head", lambda m: False),
+    every_position = update.logprobs_and_hidden
+    patches = ([mock.patch.object(update, "logprobs_and_hidden", lambda *a, keep=None, **kw: every_position(*a, **kw)),
                 mock.patch.object(update, "_micro_batches", reference_micro_batches)] if reference else [])
     for p in patches:
         p.start()

@@ -73,8 +73,9 @@ def test_the_update_is_the_full_forward_one_whatever_the_sample_order(tiny, monk
     shuffled = samples[:]
     random.Random(1).shuffle(shuffled)
     metrics_shuffled, weights_shuffled = _step(model, shuffled)
-    # the reference: every position through the output layer (a head that is not plain), micro-batches in sample order
-    monkeypatch.setattr(update, "plain_head", lambda m: False)
+    # the reference: logprobs at every position through the full forward, micro-batches in sample order
+    every_position = update.logprobs_and_hidden
+    monkeypatch.setattr(update, "logprobs_and_hidden", lambda *a, keep=None, **kw: every_position(*a, **kw))
     monkeypatch.setattr(update, "_micro_batches", lambda s, size: [list(range(len(s)))[j:j + size]
                                                                   for j in range(0, len(s), size)])
     metrics_full, weights_full = _step(model, samples)

@@ -68,21 +68,16 @@ def logprobs_and_hidden(model, input_ids: torch.Tensor, attention_mask: torch.Te
     hidden]``, after its final norm) from the same forward pass (None without).
 
     ``keep`` (a ``[batch, length - 1]`` mask, with ``hidden`` False): the caller reads only the
-    positions it keeps. With a :func:`plain_head` only those go through the output layer and its
-    log-softmax, and the others hold 0: in a windowed embodied batch the reply is a few tokens after
+    positions it keeps, and the others hold 0. With a :func:`plain_head` only those go through the
+    output layer and its log-softmax: in a windowed embodied batch the reply is a few tokens after
     a prompt of hundreds, and that layer over every position was 15% of a tiny model's update
-    (`benchmarks/trainer_throughput.py`).
+    (`benchmarks/window_update.py`).
     """
-    if keep is not None and not hidden and plain_head(model):
-        states = model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
-                                     use_cache=False).last_hidden_state[:, :-1]
+    if keep is not None and not hidden:
         keep = keep.bool()
-        logits = model.get_output_embeddings()(states[keep]).float()
-        if temperature not in (0, 1):
-            logits = logits / temperature
-        picked = logits.gather(-1, input_ids[:, 1:][keep].unsqueeze(-1)).squeeze(-1)
-        out = torch.zeros(keep.shape, dtype=torch.float32, device=states.device)
-        return out.masked_scatter(keep, picked - torch.logsumexp(logits, dim=-1)), None
+        picked = _picked_logprobs(_next_token_logits(model, input_ids, attention_mask)(keep),
+                                  input_ids[:, 1:][keep], temperature)
+        return torch.zeros(keep.shape, dtype=torch.float32, device=picked.device).masked_scatter(keep, picked), None
     extra = {"output_hidden_states": True} if hidden else {}
     out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False, **extra)
     return _logprobs(out.logits, input_ids, temperature), (out.hidden_states[-1] if hidden else None)
@@ -96,12 +91,15 @@ def last_hidden_state(model, input_ids: torch.Tensor, attention_mask: torch.Tens
 
 
 def _logprobs(logits: torch.Tensor, input_ids: torch.Tensor, temperature: float) -> torch.Tensor:
-    logits = logits[:, :-1].float()
+    return _picked_logprobs(logits[:, :-1], input_ids[:, 1:], temperature)
+
+
+def _picked_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float) -> torch.Tensor:
+    """log-softmax of ``logits`` (``[..., vocab]``, divided by the sampling temperature) at ``targets``."""
+    logits = logits.float()
     if temperature not in (0, 1):
         logits = logits / temperature
-    targets = input_ids[:, 1:]
-    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    return picked - torch.logsumexp(logits, dim=-1)
+    return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
 
 
 def plain_head(model) -> bool:
