@@ -102,6 +102,8 @@ def cell_config(args, method: str, seed: int, model: str, out: str):
                   quiet=True, tensorboard=False, **extra)
     if args.env_kwargs is not None:
         values["env_kwargs"] = args.env_kwargs
+    if args.eval_split is not None:
+        values["eval_split"] = args.eval_split
     values.update(args.override)
     return module, build(type(defaults), **values, _default=defaults)
 
@@ -169,8 +171,22 @@ def summarize(cells: list[dict], threshold: float | None, metric: str = "success
             "return_after_mean_ci": mean_ci([c["curve"][-1]["return"] for c in mine]),
             "reached": len(reached), "to_threshold": {k: mean_of(k) for k in ("step", "episodes", "seconds")},
             "episodes": [c["episodes"] for c in mine], "steps": [c["steps"] for c in mine],
+            "splits": {split: {"before": [c["curve"][0][f"{split}/success"] for c in mine],
+                               "after": [c["curve"][-1][f"{split}/success"] for c in mine]}
+                       for split in eval_splits(mine)},
         }
     return out
+
+
+def eval_splits(cells: list[dict]) -> list[str]:
+    """The splits every one of ``cells`` evaluated (a comma-separated ``--eval-split``), in the
+    order the first one lists them; [] for one-split cells.
+
+    >>> eval_splits([{"curve": [{"success": 0.1, "L1/success": 0.1, "L0/success": 0.2}]}])
+    ['L1', 'L0']
+    """
+    found = [[k[:-len("/success")] for k in c["curve"][0] if k.endswith("/success")] for c in cells]
+    return [s for s in found[0] if all(s in f for f in found[1:])] if found else []
 
 
 def table(env_id: str, summary: dict) -> str:
@@ -194,6 +210,21 @@ def table(env_id: str, summary: dict) -> str:
         lines.append(f"| {name} | {f(sum(s['before']) / len(s['before']))} | {f(a)} ± {f(ah)} | {g:+.3f} ± {f(gh)} | "
                      f"{seeds} | {f(r0)} → {f(r1)} ± {f(rh)} | {s['reached']}/{len(s['seeds'])} | "
                      f"{f(t['step'], 0)} | {f(t['episodes'], 0)} | {f(t['seconds'], 0)} |")
+    splits = list(next(iter(summary["methods"].values()), {}).get("splits", {}))
+    if splits:  # several --eval-split splits: success on each, before -> after
+        lines += ["", "Held-out success by split, before → after (mean over seeds; gain ± 95% CI):", "",
+                  "| method | " + " | ".join(splits) + " |", "|---|" + "---|" * len(splits)]
+        for m, s in summary["methods"].items():
+            cells = []
+            for split in splits:
+                got = s["splits"].get(split)
+                if got is None:
+                    cells.append("-")
+                    continue
+                b, a = got["before"], got["after"]
+                g, gh = mean_ci([y - x for x, y in zip(b, a)])
+                cells.append(f"{f(sum(b) / len(b))} → {f(sum(a) / len(a))} ({g:+.3f} ± {f(gh)})")
+            lines.append(f"| {m} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -263,6 +294,9 @@ def main(argv: list[str] | None = None) -> dict:
                    help="env-episode budget of every cell (default: the main job's, num_steps x episodes per step)")
     p.add_argument("--eval-every", type=int, default=25, help="held-out evaluation every N steps")
     p.add_argument("--eval-episodes", type=int, default=None, help="default: the trainers' default")
+    p.add_argument("--eval-split", default=None,
+                   help="held-out split, or a comma-separated list (e.g. L1,L0,L2: the table then has "
+                        "success by split; the first is the curves' and the threshold's); default: the trainers'")
     p.add_argument("--threshold", type=float, default=None,
                    help="success to reach (default: halfway from the mean start to the best method's mean end, "
                         "and at least 0.05 above the start)")

@@ -67,6 +67,7 @@ class Args:
     """The benchmark's command line, as cell_config reads it."""
 
     env_id, env_kwargs, max_episodes, eval_every, eval_episodes, cpu_threads = "ToolQA-v0", None, 8, 2, 2, 1
+    eval_split = None
     override = {}
 
 
@@ -98,6 +99,34 @@ def test_a_method_run_on_fewer_seeds_says_how_many_in_the_table():
     summary = lc.summarize([cell("grpo", 0, 0.3), cell("grpo", 1, 0.2), cell("ppo", 0, 0.25)], 0.2)
     rows = [line.split(" | ")[0] for line in lc.table("ToolQA-v0", summary).splitlines() if line.startswith("| ")]
     assert rows == ["| method", "| grpo", "| ppo (1 seed)"]
+
+
+def test_several_eval_splits_reach_the_cells_and_get_a_table_by_split(tmp_path):
+    class Levels(Args):
+        eval_split = "valid,test"
+
+    assert lc.cell_config(Levels, "grpo", 0, "tiny", str(tmp_path))[1].eval.eval_splits == ("valid", "test")
+    assert lc.cell_config(Args, "grpo", 0, "tiny", str(tmp_path))[1].eval.eval_split == "valid"
+
+    def cell(method, seed, valid, test):
+        point = lambda step, v, t: {"step": step, "episodes": 4 * step, "seconds": 1.0, "success": v,  # noqa: E731
+                                    "return": 0.4, "valid/success": v, "valid/return": 0.4,
+                                    "test/success": t, "test/return": 0.4}
+        return {"method": method, "seed": seed, "episodes": 8, "steps": 2,
+                "curve": [point(0, 0.1, 0.2), point(2, valid, test)]}
+
+    summary = lc.summarize([cell("grpo", 0, 0.3, 0.2), cell("grpo", 1, 0.5, 0.4), cell("vspo", 0, 0.1, 0.3)], 0.2)
+    assert summary["methods"]["grpo"]["splits"] == {"valid": {"before": [0.1, 0.1], "after": [0.3, 0.5]},
+                                                    "test": {"before": [0.2, 0.2], "after": [0.2, 0.4]}}
+    md = lc.table("ToolQA-v0", summary)
+    assert "| method | valid | test |" in md
+    row = next(line for line in md.splitlines() if line.startswith("| grpo | 0.100 → 0.400"))
+    assert row.startswith("| grpo | 0.100 → 0.400 (+0.300 ± ") and "| 0.200 → 0.300 (+0.100 ± " in row
+    # one-split cells: no such table
+    plain = [{k: v for k, v in c.items()} for c in [cell("grpo", 0, 0.3, 0.2)]]
+    for c in plain:
+        c["curve"] = [{k: v for k, v in p.items() if "/" not in k} for p in c["curve"]]
+    assert "by split" not in lc.table("ToolQA-v0", lc.summarize(plain, 0.2))
 
 
 def test_ppo_cells_play_one_episode_per_task_on_the_same_episodes_per_step(tmp_path):

@@ -20,7 +20,7 @@ from agentgym.train.run.config import TrainConfig
 from agentgym.train.hooks import TrainerExtension
 from agentgym.train.run.setup import RunSetup, save, set_up
 from agentgym.train.run.setup import cold_start  # noqa: F401  (its import path before run_setup existed)
-from agentgym.train.run.state import RunState
+from agentgym.train.run.state import RunState, split_scores
 
 
 @dataclass
@@ -49,22 +49,31 @@ def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=N
     sampling seed every time; the run's random streams are left as they were). The return is the
     PRS return even when training uses ``--reward-mode binary``, so runs compare on one scale.
     ``system_prompt_hook``: the extensions' system-prompt rewrite, so the policy is evaluated with
-    the prompt it is trained with (GCD's current "Common mistakes" list)."""
+    the prompt it is trained with (GCD's current "Common mistakes" list). With several
+    ``--eval-split`` splits the result is the first one's, and ``splits`` holds each split's
+    ``success_rate`` and ``prs_return`` (each split played from the same seeds as if alone)."""
     import torch
 
     from agentgym.train.run.checkpoint import rng_state, set_rng_state
     from agentgym.train.evaluate import evaluate
 
-    r = config.rollout
+    r, e = config.rollout, config.eval
+    results = {}
     saved = rng_state()
-    torch.manual_seed(config.run.seed + 1_000_003)
     try:
-        e = config.eval
-        return evaluate(policy, config.env.env_id, {**env_kwargs, "reward_mode": "prs"}, e.eval_split, e.eval_episodes,
-                        batch_size=min(32, e.eval_episodes), seed=e.eval_seed, sampling=r.sampling,
-                        window=r.window if r.layout == "window" else None, system_prompt_hook=system_prompt_hook)
+        for split in e.eval_splits:
+            torch.manual_seed(config.run.seed + 1_000_003)
+            results[split] = evaluate(policy, config.env.env_id, {**env_kwargs, "reward_mode": "prs"}, split,
+                                      e.eval_episodes, batch_size=min(32, e.eval_episodes), seed=e.eval_seed,
+                                      sampling=r.sampling, window=r.window if r.layout == "window" else None,
+                                      system_prompt_hook=system_prompt_hook)
     finally:
         set_rng_state(saved)
+    headline = dict(results[e.eval_splits[0]])
+    if len(results) > 1:
+        headline["splits"] = {split: {"success_rate": res["success_rate"], "prs_return": res["prs_return"]}
+                              for split, res in results.items()}
+    return headline
 
 
 def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerExtension = (),
@@ -133,7 +142,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
                     state.evaluation["after"] = res
                 point = state.add_curve_point(res)
                 if every > 0:
-                    metrics.update({"eval/success": point["success"], "eval/return": point["return"]})
+                    metrics.update({f"eval/{k}": v for k, v in point.items() if k.endswith(("success", "return"))})
             if config.env.prs_schedule == "threshold":
                 run.schedule.update(metrics["prs/pass_rate"])
             if run.logger is not None:
@@ -180,7 +189,7 @@ def _evaluate_after(run: RunSetup, state: RunState) -> None:
         state.add_curve_point(state.evaluation["after"])
     if run.logger is not None:
         run.logger.log(state.step, {f"eval/{k}/{when}": v for when, res in state.evaluation.items()
-                                    for k, v in (("success", res["success_rate"]), ("return", res["prs_return"]))})
+                                    for k, v in split_scores(res).items()})
     if "before" in state.evaluation and not run.config.run.quiet and run.dist.is_main:
         print(final_line(run.config, state.evaluation))
 
@@ -287,6 +296,12 @@ def summary_line(step: int, m: dict[str, float]) -> str:
 
 def final_line(config: TrainConfig, evaluation: dict) -> str:
     b, a = evaluation["before"], evaluation["after"]
-    return (f"{config.env.env_id} [{config.eval.eval_split}], {config.eval.eval_episodes} held-out episodes: success "
-            f"{b['success_rate']:.3f} -> {a['success_rate']:.3f}   PRS return {b['prs_return']:.3f} -> "
+    line = (f"{config.env.env_id} [{config.eval.eval_splits[0]}], {config.eval.eval_episodes} held-out episodes: "
+            f"success {b['success_rate']:.3f} -> {a['success_rate']:.3f}   PRS return {b['prs_return']:.3f} -> "
             f"{a['prs_return']:.3f}")
+    for split in config.eval.eval_splits[1:]:
+        bs, as_ = b.get("splits", {}).get(split), a.get("splits", {}).get(split)
+        if bs and as_:
+            line += (f"\n{'':>{len(config.env.env_id) + 1}}[{split}] success {bs['success_rate']:.3f} -> "
+                     f"{as_['success_rate']:.3f}   PRS return {bs['prs_return']:.3f} -> {as_['prs_return']:.3f}")
+    return line

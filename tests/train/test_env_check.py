@@ -27,6 +27,14 @@ def test_an_unknown_eval_split_is_refused_unless_nothing_is_evaluated(capsys):
     assert parse(TrainConfig, ["--eval-split", "heldout", "--eval-episodes", "0"]).eval.eval_split == "heldout"
 
 
+def test_several_eval_splits_are_each_checked_and_a_malformed_list_is_refused(capsys):
+    assert parse(TrainConfig, ["--eval-split", "valid, test"]).eval.eval_splits == ("valid", "test")
+    assert "--eval-split 'heldout'" in refused(TrainConfig, ["--eval-split", "valid,heldout"], capsys)
+    for bad in ("valid,valid", "valid,", ",valid", "valid,,test"):
+        err = refused(TrainConfig, ["--eval-split", bad], capsys)
+        assert "give one split, or distinct splits separated by commas" in err, bad
+
+
 @pytest.mark.parametrize("cls", [TrainConfig, SFTRunConfig])
 def test_an_unknown_env_keyword_is_refused_when_parsed(cls, capsys):
     err = refused(cls, ["--env-kwargs", '{"foo": 1}'], capsys)

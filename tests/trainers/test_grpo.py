@@ -174,6 +174,25 @@ def test_eval_every_logs_a_held_out_curve_that_survives_resume(tmp_path):
     assert [p["seconds"] for p in resumed.curve] == sorted(p["seconds"] for p in resumed.curve)
 
 
+def test_several_eval_splits_score_each_split_as_if_it_were_evaluated_alone(tmp_path):
+    kw = dict(num_epochs=1, num_minibatches=1, eval_episodes=3, max_new_tokens=6, num_steps=2)
+    both = grpo.main(small_args(tmp_path / "both", eval_split="valid,test", eval_every=1, **kw))
+    alone = {split: grpo.main(small_args(tmp_path / split, eval_split=split, **kw)).evaluation
+             for split in ("valid", "test")}
+    for when in ("before", "after"):
+        res = both.evaluation[when]
+        # the headline is the first split's whole result; each split's scores equal a one-split run's
+        assert {k: v for k, v in res.items() if k != "splits"} == alone["valid"][when]
+        for split in ("valid", "test"):
+            assert res["splits"][split] == {k: alone[split][when][k] for k in ("success_rate", "prs_return")}
+    assert [sorted(p) for p in both.curve] == [sorted(["step", "episodes", "seconds", "success", "return",
+                                                       "valid/success", "valid/return", "test/success",
+                                                       "test/return"])] * 3
+    rows = read_jsonl(tmp_path / "both" / "run" / "metrics.jsonl")
+    assert [r["eval/test/success"] for r in rows if "eval/test/success" in r] == [p["test/success"] for p in both.curve[1:]]
+    assert rows[-1]["eval/test/return/after"] == both.evaluation["after"]["splits"]["test"]["prs_return"]
+
+
 def test_max_episodes_stops_at_the_budget_counting_extra_rollouts_and_resumes(tmp_path):
     import vspo
 

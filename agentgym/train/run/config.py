@@ -25,7 +25,7 @@ import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, is_dataclass, replace
-from typing import Annotated, Any, ClassVar, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, Sequence, TypeVar
 
 import tyro
 
@@ -194,9 +194,9 @@ class EnvConfig:
                               init_kwargs={"address": self.ray_address} if self.ray_address else {})
         return SyncOptions()  # "list" included: plain envs in this process are what sync runs
 
-    def check_env(self, model: str | None, eval_split: str | None = None) -> None:
+    def check_env(self, model: str | None, eval_splits: Sequence[str] = ()) -> None:
         """Make the env once with the kwargs of a run of ``model`` and check that ``split`` (and
-        ``eval_split``) are its splits, so a bad setting stops the run before a model is built
+        ``eval_splits``) are its splits, so a bad setting stops the run before a model is built
         (:mod:`agentgym.train.run.env_check`)."""
         from agentgym.train.run.env_check import check_env
 
@@ -204,7 +204,7 @@ class EnvConfig:
             kwargs = self.kwargs(model)
         except ValueError as e:  # a --model directory whose record cannot be read
             raise ConfigError(f"--preset {self.preset}: {e}") from None
-        splits = {"--split": self.split, **({"--eval-split": eval_split} if eval_split is not None else {})}
+        splits = {"--split": self.split, **({"--eval-split": list(eval_splits)} if eval_splits else {})}
         check_env(self.env_id, kwargs, splits)
 
 
@@ -503,9 +503,10 @@ class EvalConfig:
     """Held-out evaluation before and after training."""
 
     eval_episodes: int = 256
-    """episodes evaluated before and after training on `eval_split` (0: no evaluation)"""
+    """episodes evaluated before and after training on each `eval_split` (0: no evaluation)"""
     eval_split: str = "valid"
-    """split for the before/after evaluation (held out: no training task comes from it)"""
+    """split for the before/after evaluation (held out: no training task comes from it); a
+    comma-separated list (`L1,L0,L2`) evaluates each, the first being the run's headline"""
     eval_seed: int = 10_000
     """task seed of the first evaluation episode (the same tasks before and after)"""
     eval_every: int = 0
@@ -515,6 +516,19 @@ class EvalConfig:
     def validate(self) -> None:
         _at_least("eval-episodes", self.eval_episodes, 0)
         _at_least("eval-every", self.eval_every, 0)
+        splits = [s.strip() for s in self.eval_split.split(",")]
+        if "" in splits[1:] or len(splits) > 1 and not splits[0] or len(set(splits)) < len(splits):
+            raise ConfigError(f"--eval-split {self.eval_split!r}: give one split, or distinct splits separated "
+                              f"by commas (e.g. L1,L0,L2)")
+
+    @property
+    def eval_splits(self) -> tuple[str, ...]:
+        """The evaluated splits, the headline first.
+
+        >>> EvalConfig(eval_split="L1, L0,L2").eval_splits
+        ('L1', 'L0', 'L2')
+        """
+        return tuple(s.strip() for s in self.eval_split.split(","))
 
 
 # The env's SFT recipe: what an SFTConfig setting left None takes (env's entry, else "*"'s).
@@ -654,7 +668,7 @@ class TrainConfig(ConfigTree):
         if self.rollout.async_steps > 0 and self.model.fsdp:
             raise ConfigError("--async-steps does not run with --fsdp yet (the rollout thread would need the "
                               "sharded weights gathered); use --async-steps 0")
-        self.env.check_env(self.model.model, self.eval.eval_split if self.eval.eval_episodes > 0 else None)
+        self.env.check_env(self.model.model, self.eval.eval_splits if self.eval.eval_episodes > 0 else ())
         _check_history_layout(self.env, self.model.model, self.rollout.layout)
 
     def cold_start_config(self) -> "SFTRunConfig":

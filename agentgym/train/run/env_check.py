@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import json
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 _passed: set[str] = set()
 # What a failed make can raise for a bad setting; anything else is a bug and keeps its traceback.
@@ -46,10 +46,11 @@ def _one_line(error: BaseException) -> str:
     return " ".join(text.split()) or type(error).__name__
 
 
-def check_env(env_id: str, kwargs: Mapping[str, Any], splits: Mapping[str, str],
+def check_env(env_id: str, kwargs: Mapping[str, Any], splits: Mapping[str, str | Sequence[str]],
               kwargs_flag: str = "--env-kwargs") -> None:
     """Raise :class:`~agentgym.train.run.config.ConfigError` when ``env_id`` cannot be made with
-    ``kwargs``, or one of ``splits`` (flag -> split name) is not a split it has. Envs that cannot
+    ``kwargs``, or one of ``splits`` (flag -> split name, or the names a flag lists) is not a split
+    it has. Envs that cannot
     list their tasks (``task_ids`` returns None) have their splits checked at the first reset."""
     import gymnasium as gym
 
@@ -77,11 +78,12 @@ def check_env(env_id: str, kwargs: Mapping[str, Any], splits: Mapping[str, str],
         raise ConfigError(f"{kwargs_flag}: {env_id} refused its arguments: {_one_line(e)}") from None
     try:
         lister = getattr(env.unwrapped, "task_ids", None)  # agentgym's envs have it; any gym env may run
-        for flag, split in splits.items() if lister is not None else ():
-            try:
-                lister(split)
-            except _SETTING_ERRORS as e:
-                raise ConfigError(f"{flag} {split!r}: {_one_line(e)}") from None
+        for flag, names in splits.items() if lister is not None else ():
+            for split in [names] if isinstance(names, str) else names:
+                try:
+                    lister(split)
+                except _SETTING_ERRORS as e:
+                    raise ConfigError(f"{flag} {split!r}: {_one_line(e)}") from None
     finally:
         env.close()
     if key is not None:

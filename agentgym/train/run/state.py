@@ -24,6 +24,15 @@ _KEYS = {"step": "step", "data_position": "data_position", "episodes": "episodes
          "schedule": "prs_schedule", "extension": "extension"}
 
 
+def split_scores(result: dict) -> dict[str, float]:
+    """A held-out result's scores by key: ``success`` and ``return`` (the headline split), and
+    ``<split>/success``, ``<split>/return`` for each split of a several-split evaluation."""
+    scores = {"success": result["success_rate"], "return": result["prs_return"]}
+    for split, res in result.get("splits", {}).items():
+        scores.update({f"{split}/success": res["success_rate"], f"{split}/return": res["prs_return"]})
+    return scores
+
+
 @dataclass
 class RunState:
     """A run's progress and the state of its schedule and extensions, as plain data."""
@@ -40,7 +49,8 @@ class RunState:
     evaluation: dict[str, dict] = field(default_factory=dict)
     """``before`` / ``after``: :func:`agentgym.train.evaluate.evaluate` results on held-out tasks"""
     curve: list[dict[str, float]] = field(default_factory=list)
-    """held-out ``{"step", "episodes", "seconds", "success", "return"}`` points in the order they were taken"""
+    """held-out ``{"step", "episodes", "seconds", "success", "return"}`` points in the order they were
+    taken (with ``<split>/success`` and ``<split>/return`` per split under several ``--eval-split``)"""
     schedule: dict[str, Any] = field(default_factory=dict)
     """the PRS schedule's ``state_dict()`` as of the last save ({}: the schedule's start)"""
     extension: dict[str, Any] = field(default_factory=dict)
@@ -51,7 +61,7 @@ class RunState:
         """Append a held-out result to the learning curve at ``step`` (default: this one); returns
         the point."""
         point = {"step": self.step if step is None else step, "episodes": self.episodes,
-                 "seconds": round(self.seconds, 3), "success": result["success_rate"], "return": result["prs_return"]}
+                 "seconds": round(self.seconds, 3), **split_scores(result)}
         self.curve.append(point)
         return point
 
