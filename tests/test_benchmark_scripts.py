@@ -70,6 +70,7 @@ def _run_without(module: str, script: str, *argv: str) -> subprocess.CompletedPr
     ("benchmarks/async_rollouts.py", "matplotlib"),
     ("benchmarks/window_update.py", "transformers"),
     ("benchmarks/embodied_prompts.py", "scienceworld"),
+    ("benchmarks/fresh_games.py", "transformers"),
 ])
 def test_a_benchmark_missing_a_module_stops_before_measuring_and_names_the_extra(tmp_path, script, module):
     out = tmp_path / "results"
@@ -80,7 +81,9 @@ def test_a_benchmark_missing_a_module_stops_before_measuring_and_names_the_extra
             "benchmarks/trainer_throughput.py": ["--skip-trl", "--workdir", str(tmp_path / "work")],
             "benchmarks/async_rollouts.py": ["--env-id", "ToolQA-v0", "--out", str(out)],
             "benchmarks/window_update.py": ["--output", str(out / "window_update.json")],
-            "benchmarks/embodied_prompts.py": ["--episodes", "1", "--output", str(out / "embodied_prompts.json")]}[script]
+            "benchmarks/embodied_prompts.py": ["--episodes", "1", "--output", str(out / "embodied_prompts.json")],
+            "benchmarks/fresh_games.py": ["--models", "m", "--cold-start", "m", "--skip", "0",
+                                          "--output", str(out / "fresh.json")]}[script]
     proc = _run_without(module, script, *argv)
     assert proc.returncode == 1
     assert f"{script} needs {module}, which is not installed" in proc.stderr

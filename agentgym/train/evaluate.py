@@ -16,7 +16,7 @@ import dataclasses
 import functools
 import json
 import sys
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -24,16 +24,22 @@ import numpy as np
 def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, split: str | None = "test",
              num_episodes: int = 64, batch_size: int = 16, seed: int = 0, sampling=None,
              window: int | None = None, prs_stage: float | None = None,
-             system_prompt_hook=None) -> dict[str, Any]:
+             system_prompt_hook=None, task_ids: Sequence[str] | None = None,
+             per_episode: bool = False) -> dict[str, Any]:
     """Play ``num_episodes`` episodes with ``policy`` and summarize them.
 
     Episode k is the task ``reset(seed=seed + k)`` picks, so results are comparable across models.
-    ``system_prompt_hook`` rewrites each episode's system prompt, as a trainer's extensions do in
-    training (GCD's "Common mistakes" list).
+    ``task_ids``: play these tasks of ``split`` instead, episode k the k-th (``num_episodes`` is
+    then their count), still reset with seed ``seed + k``. ``system_prompt_hook`` rewrites each
+    episode's system prompt, as a trainer's extensions do in training (GCD's "Common mistakes"
+    list). ``per_episode``: also return each episode's ``task_id``, ``success`` and ``return``, in
+    order.
     """
-    from agentgym.train.rollout.episodes import RolloutConfig, collect_episodes
+    from agentgym.train.rollout.episodes import GroupRequest, RolloutConfig, collect_episodes
     from agentgym.train.run.helpers import make_env_batch
 
+    if task_ids is not None:
+        num_episodes = len(task_ids)
     if num_episodes < 1 or batch_size < 1:
         raise ValueError("num_episodes and batch_size must be >= 1")
     batch_size = min(batch_size, num_episodes)
@@ -45,14 +51,16 @@ def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, spli
     episodes = []
     try:
         for start in range(0, num_episodes, batch_size):
-            seeds = [seed + k for k in range(start, start + batch_size)]
-            got, _ = collect_episodes(envs, policy, None, seeds, cfg, sampling, options, system_prompt_hook)
+            ks = range(start, start + batch_size)
+            requests = ([seed + k for k in ks] if task_ids is None else
+                        [GroupRequest(seed + k, {"task_id": task_ids[k]}) for k in ks if k < num_episodes])
+            got, _ = collect_episodes(envs, policy, None, requests, cfg, sampling, options, system_prompt_hook)
             episodes += got[: num_episodes - start]
     finally:
         envs.close()
     terms = sorted({k for ep in episodes for k in ep.episode_terms})
     metric_names = sorted({k for ep in episodes for k in ep.metrics})
-    return {
+    out = {
         "env_id": env_id, "split": split, "num_episodes": len(episodes),
         "success_rate": float(np.mean([ep.success for ep in episodes])),
         "prs_return": float(np.mean([ep.ret for ep in episodes])),
@@ -60,6 +68,10 @@ def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, spli
         "metrics": {m: float(np.mean([ep.metrics.get(m, 0.0) for ep in episodes])) for m in metric_names},
         "turns": float(np.mean([len(ep.turns) for ep in episodes])),
     }
+    if per_episode:
+        out["episodes"] = [{"task_id": ep.task_id, "success": float(ep.success), "return": float(ep.ret)}
+                           for ep in episodes]
+    return out
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
