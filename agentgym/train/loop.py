@@ -213,6 +213,7 @@ def _step_metrics(run: RunSetup, state: RunState, batch, advantages, update_time
         "time/update": update_time, "time/step": time.perf_counter() - t_step,
         "lr": run.optimizer.param_groups[0]["lr"], "data/position": state.data_position,
         "data/excluded_tasks": len(run.excluded),
+        **({"data/task_pool": len(run.stream.pool)} if run.stream.pool is not None else {}),
         **ext.metrics(),
     })
     if not run.stream.by_task_id and run.excluded:

@@ -36,7 +36,7 @@ SUMMED = frozenset({"batch/groups", "batch/episodes", "episodes/played", "episod
                     "groups/dropped_for_faults", "tokens_per_second"})
 SUMMED_PREFIXES = ("rollout/groups_", "tokens/")
 # The same on every rank (the run's position, schedule, learning rate): rank 0's value as it is.
-SHARED = frozenset({"lr", "data/position", "data/excluded_tasks", "prs/stage", "episodes/total"})
+SHARED = frozenset({"lr", "data/position", "data/excluded_tasks", "data/task_pool", "prs/stage", "episodes/total"})
 SHARED_PREFIXES = ("eval/",)
 # Rates over model turns rather than episodes: weighted by the rank's turns.
 PER_TURN_PREFIXES = ("action/", "completion/")

@@ -84,6 +84,23 @@ class TaskStream:
         epoch, k = divmod(int(position), len(self.pool))
         return GroupRequest(seed, {"task_id": self.pool[int(self._order(epoch)[k])]}, tag)
 
+    def replay_warning(self, positions: int, what: str) -> str | None:
+        """A warning when ``positions`` stream positions (a run's steps x groups) pass the pool, so
+        that tasks repeat and training-batch success stops measuring tasks new to the run; else None.
+
+        >>> TaskStream(0, [f"t{i}" for i in range(6)], ["t0", "t3"]).replay_warning(10, "ToolQA-v0 [train]")[:62]
+        'warning: ToolQA-v0 [train] leaves RL 4 tasks (6 listed, 2 the '
+        >>> TaskStream(0, [f"t{i}" for i in range(6)]).replay_warning(6, "ToolQA-v0 [train]") is None
+        True
+        """
+        if self.pool is None or positions <= len(self.pool):
+            return None
+        listed = len(self.pool) + len(self.excluded)
+        return (f"warning: {what} leaves RL {len(self.pool)} tasks ({listed} listed, {len(self.excluded)} the cold "
+                f"start's), and this run asks for {positions}: each is played about {positions / len(self.pool):.1f} "
+                f"times, so training-batch success measures tasks the run has trained on, not new ones. Give the env "
+                f"more tasks (ALFWorld: data_path='generated:N', docs/envs/alfworld.md) or the cold start fewer")
+
     @property
     def by_task_id(self) -> bool:
         """Whether tasks are chosen by id (disjoint from the cold start by construction)."""

@@ -15,6 +15,7 @@ continues exactly where the saved one stopped (SPEC §7).
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -185,6 +186,12 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
         stream, excluded = _task_stream(config, probe.unwrapped, base_model)
     finally:
         probe.close()
+    positions = config.run.num_steps * r.num_groups
+    if config.run.max_episodes > 0:
+        positions = min(positions, -(-config.run.max_episodes // r.group_size))
+    warning = stream.replay_warning(positions, f"{env_cfg.env_id} [{env_cfg.split}]")
+    if warning and dist.is_main:
+        print(warning, file=sys.stderr, flush=True)
     schedule = PRSSchedule(spec, kind=env_cfg.prs_schedule if env_cfg.prs_schedule != "none" else "constant",
                            num_steps=env_cfg.prs_schedule_steps, threshold=env_cfg.prs_threshold,
                            start_stage=env_cfg.prs_start_stage)
