@@ -57,6 +57,20 @@ def test_token_mean_vs_seq_mean():
     assert float(seq) == pytest.approx((-1 + 1) / 2)   # each sequence counts once
 
 
+def test_episode_mean_weighs_each_episode_once_whatever_its_turns():
+    # episode 0: one turn of 1 token, A = +1; episode 1: three turns of 1 token each, A = -1 (window samples)
+    lp = torch.zeros(4, 2)
+    mask = torch.tensor([[0.0, 1], [0, 1], [0, 1], [0, 1]])
+    adv = torch.tensor([1.0, -1.0, -1.0, -1.0])
+    cfg = LossConfig(beta=0.0, aggregation="episode-mean")
+    tok, _ = policy_loss(lp, lp, adv, mask, LossConfig(beta=0.0))
+    ep, _ = policy_loss(lp, lp, adv, mask, cfg, normalizer=2, sample_weights=torch.tensor([1.0, 1 / 3, 1 / 3, 1 / 3]))
+    assert float(tok) == pytest.approx((-1 + 3) / 4)   # the three-turn episode weighs three times
+    assert float(ep) == pytest.approx(0.0, abs=1e-6)     # each episode counts once: (-1 + 1) / 2
+    alone, _ = policy_loss(lp, lp, adv, mask, cfg)      # no weights: each sequence is its own episode
+    assert float(alone) == pytest.approx(float(policy_loss(lp, lp, adv, mask, LossConfig(beta=0.0, aggregation="seq-mean"))[0]))
+
+
 def test_explicit_normalizer_makes_microbatches_add_up():
     torch.manual_seed(0)
     lp = torch.randn(4, 6)

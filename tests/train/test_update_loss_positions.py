@@ -99,3 +99,39 @@ def test_old_and_reference_logprobs_outside_the_loss_mask_cannot_poison_the_loss
     assert all(torch.isfinite(w).all() for w in weights)
     assert metrics["ratio/mean"] == pytest.approx(1.0, abs=1e-5)  # old = current weights at the loss positions
     assert metrics["kl"] == pytest.approx(0.0, abs=1e-5)
+
+
+def test_episode_mean_update_is_the_mean_over_episodes_of_each_episodes_token_mean(tiny_path):
+    """Window samples of one episode share its weight across micro-batches: the step equals the loss
+    written out by hand, an average over episodes of each episode's token-mean."""
+    model = AutoModelForCausalLM.from_pretrained(tiny_path)
+    samples = _window_samples(model.config.vocab_size, n=12)
+    for i, s in enumerate(samples):
+        s.episode = i % 3                        # 3 episodes of 4 turns, spread over micro-batches
+    samples[0].episode = samples[3].episode = 5  # and one of 2 turns
+    cfg = LossConfig(beta=0.0, aggregation="episode-mean")
+    metrics, after = _step(model, samples, cfg)
+
+    by_hand = copy.deepcopy(model)
+    opt = torch.optim.SGD(by_hand.parameters(), lr=0.1)
+    episodes: dict[int, list[Sample]] = {}
+    for s in samples:
+        episodes.setdefault(s.episode, []).append(s)
+    total = 0.0
+    for group in episodes.values():
+        terms, tokens = 0.0, 0
+        for s in group:
+            ids = torch.tensor([s.input_ids])
+            lp = token_logprobs(by_hand, ids, torch.ones_like(ids), 1.0)[0]
+            m = torch.tensor(s.loss_mask[1:], dtype=torch.float32)
+            # on-policy PPO: -ratio * A with ratio = exp(lp - lp.detach())
+            terms = terms + (-torch.exp(lp - lp.detach()) * s.advantage * m).sum()
+            tokens += int(m.sum())
+        total = total + terms / tokens
+    loss = total / len(episodes)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(by_hand.parameters(), 1.0)
+    opt.step()
+    assert metrics["loss/policy"] == pytest.approx(float(loss), rel=1e-4, abs=1e-6)
+    for a, b in zip(after, by_hand.parameters()):
+        assert torch.allclose(a, b.detach(), atol=1e-6)

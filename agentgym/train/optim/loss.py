@@ -15,8 +15,16 @@ Its value is not a surrogate objective, only its gradient ``-clip(r) * A * d log
 MiniMax-M1 bounds the weight only from above; ``eps_low`` close to 1 comes nearest to that.
 
 Aggregation: ``token-mean`` averages l_t over every loss token of the batch (long episodes weigh
-more); ``seq-mean`` averages within each sequence first, then over sequences. Both accept an
-explicit normalizer so micro-batches of one optimizer step add up to the full-batch loss.
+more); ``seq-mean`` averages within each sequence first, then over sequences; ``episode-mean``
+averages within each episode first (over the tokens of all its samples: the window layout makes
+one sample per turn), then over episodes. All accept an explicit normalizer so micro-batches of one
+optimizer step add up to the full-batch loss.
+
+Why ``episode-mean``: in the window layout a failed episode that runs to the turn limit has more
+samples than a solved one, so under token-mean its negative advantage covers more tokens than the
+solved episode's positive one, even where the group's advantages sum to zero; the update then
+lowers the probability of whatever the policy does, and its entropy grows
+(docs/trainers.md, "Loss aggregation").
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ def policy_loss(
     cfg: LossConfig,
     ref_logprobs: torch.Tensor | None = None,
     normalizer: float | None = None,
+    sample_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """PPO-clip (or CISPO, see ``cfg.loss_type``) loss over ``[batch, tokens]`` tensors.
 
@@ -53,7 +62,10 @@ def policy_loss(
         cfg: clip ranges, KL weight and aggregation.
         ref_logprobs: under the frozen reference; needed when ``cfg.beta > 0``.
         normalizer: token-mean: the number of loss tokens in the whole optimizer batch; seq-mean:
-            the number of sequences in it. None uses this call's own count.
+            the number of sequences in it; episode-mean: the number of episodes in it. None uses
+            this call's own count.
+        sample_weights: episode-mean: per sequence, 1 / the loss tokens of its whole episode
+            (None: each sequence is an episode of its own, as seq-mean).
 
     Returns the loss and detached metrics (sums over this call, for the caller to average).
     """
@@ -83,7 +95,11 @@ def policy_loss(
         loss = (per_token * mask).sum() / max(denom, 1e-8)
     else:
         denom = float(normalizer) if normalizer is not None else float(len(mask))
-        per_seq = (per_token * mask).sum(dim=1) / tokens_per_seq.clamp(min=1)
+        per_seq = (per_token * mask).sum(dim=1)
+        if cfg.aggregation == "episode-mean" and sample_weights is not None:
+            per_seq = per_seq * sample_weights.to(per_seq.dtype)
+        else:
+            per_seq = per_seq / tokens_per_seq.clamp(min=1)
         loss = per_seq.sum() / max(denom, 1e-8)
     with torch.no_grad():
         n = mask.sum()

@@ -175,6 +175,35 @@ def autocast_context(device, bf16: bool):
     return contextlib.nullcontext()
 
 
+def _loss_tokens(s: Sample) -> int:
+    """The sample's tokens that carry loss after the next-token shift (a first token has no predictor)."""
+    return s.num_loss_tokens - (1 if s.loss_mask and s.loss_mask[0] else 0)
+
+
+def _normalizers(samples: Sequence[Sample], configs: Mapping[str, LossConfig]) -> tuple[dict[str, float], list[float]]:
+    """Per kind, what its loss is divided by (token-mean: loss tokens; seq-mean: samples;
+    episode-mean: episodes), and per sample its episode-mean weight, 1 / its episode's loss tokens
+    (a sample with no episode, ``episode == -1``, is an episode of its own)."""
+    normalizers: dict[str, float] = {}
+    episode_tokens: dict[tuple, int] = {}
+    keys = []
+    for i, s in enumerate(samples):
+        key = (s.kind, s.episode if s.episode >= 0 else ("sample", i))
+        keys.append(key)
+        episode_tokens[key] = episode_tokens.get(key, 0) + _loss_tokens(s)
+        aggregation = configs[s.kind].aggregation
+        if aggregation == "episode-mean":
+            add = 0.0
+        else:
+            add = _loss_tokens(s) if aggregation == "token-mean" else 1
+        normalizers[s.kind] = normalizers.get(s.kind, 0.0) + add
+    for kind, _ in episode_tokens:
+        if configs[kind].aggregation == "episode-mean":
+            normalizers[kind] = normalizers.get(kind, 0.0) + 1
+    weights = [1.0 / max(episode_tokens[key], 1) for key in keys]
+    return normalizers, weights
+
+
 def _micro_batches(samples: Sequence[Sample], size: int) -> list[list[int]]:
     """Indices of micro-batches, each of one kind, kinds in order of first appearance. Within a kind
     the samples go by length, so a micro-batch pads its short rows to a near length (windowed
@@ -275,11 +304,7 @@ def train_step(
         raise ValueError(f"no loss weight for sample kinds {sorted(unknown)}")
     device = next(model.parameters()).device
     configs = {kind: (loss_configs or {}).get(kind, cfg) for kind in weights}
-    normalizers: dict[str, float] = {}
-    for s in samples:
-        token_mean = configs[s.kind].aggregation == "token-mean"
-        add = (s.num_loss_tokens - (1 if s.loss_mask and s.loss_mask[0] else 0)) if token_mean else 1
-        normalizers[s.kind] = normalizers.get(s.kind, 0.0) + add
+    normalizers, episode_weights = _normalizers(samples, configs)
     # each extension's loss items per sample, and in the whole batch (every rank's)
     items = [[term.loss_items(s) for s in samples] for term in loss_terms]
     term_totals = [float(sum(per_sample)) for per_sample in items]
@@ -318,7 +343,8 @@ def train_step(
         loss, stats = policy_loss(*(t.masked_fill(~keep, 0.0) for t in (lp, old)), batch["advantages"],
                                   batch["loss_mask"], configs[kind],
                                   ref_logprobs=ref.masked_fill(~keep, 0.0) if ref is not None else None,
-                                  normalizer=normalizers[kind])
+                                  normalizer=normalizers[kind],
+                                  sample_weights=torch.tensor([episode_weights[i] for i in idx], device=device))
         total = weights[kind] * loss
         for term, count in terms:
 

@@ -241,7 +241,7 @@ class ModelConfig:
 
 
 ROLLOUT_MODES = ("lockstep", "overlapped")
-AGGREGATIONS = ("token-mean", "seq-mean")
+AGGREGATIONS = ("token-mean", "seq-mean", "episode-mean")
 LOSS_TYPES = ("ppo", "cispo")
 
 
@@ -405,8 +405,8 @@ class LossConfig:
     """PPO clip range above 1 (DAPO's clip-higher: 0.28)"""
     beta: float = 0.001
     """k3 KL weight to the frozen initial model (0: no reference model)"""
-    aggregation: Literal["token-mean", "seq-mean"] = "token-mean"
-    """how token losses are averaged (`seq-mean`: within each sequence first, so a long one weighs no more)"""
+    aggregation: Literal["token-mean", "seq-mean", "episode-mean"] = "token-mean"
+    """how token losses are averaged (`seq-mean`: within each sequence first, so a long one weighs no more; `episode-mean`: within each episode first, over all its window samples, so an episode of many turns weighs no more)"""
     loss_type: Literal["ppo", "cispo"] = "ppo"
     """token loss: PPO-clip, or CISPO's clipped, detached importance weight"""
 
