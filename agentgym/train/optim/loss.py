@@ -22,9 +22,8 @@ optimizer step add up to the full-batch loss.
 
 Why ``episode-mean``: in the window layout a failed episode that runs to the turn limit has more
 samples than a solved one, so under token-mean its negative advantage covers more tokens than the
-solved episode's positive one, even where the group's advantages sum to zero; the update then
-lowers the probability of whatever the policy does, and its entropy grows
-(docs/trainers.md, "Loss aggregation").
+solved episode's positive one, even where the group's advantages sum to zero, and the update
+lowers the probability of whatever the policy does, on net (docs/trainers.md, "Loss aggregation").
 """
 
 from __future__ import annotations

@@ -184,24 +184,19 @@ def _normalizers(samples: Sequence[Sample], configs: Mapping[str, LossConfig]) -
     """Per kind, what its loss is divided by (token-mean: loss tokens; seq-mean: samples;
     episode-mean: episodes), and per sample its episode-mean weight, 1 / its episode's loss tokens
     (a sample with no episode, ``episode == -1``, is an episode of its own)."""
-    normalizers: dict[str, float] = {}
+    keys = [(s.kind, s.episode if s.episode >= 0 else ("sample", i)) for i, s in enumerate(samples)]
     episode_tokens: dict[tuple, int] = {}
-    keys = []
-    for i, s in enumerate(samples):
-        key = (s.kind, s.episode if s.episode >= 0 else ("sample", i))
-        keys.append(key)
+    for key, s in zip(keys, samples):
         episode_tokens[key] = episode_tokens.get(key, 0) + _loss_tokens(s)
+    normalizers: dict[str, float] = {}
+    for s in samples:
         aggregation = configs[s.kind].aggregation
-        if aggregation == "episode-mean":
-            add = 0.0
-        else:
-            add = _loss_tokens(s) if aggregation == "token-mean" else 1
-        normalizers[s.kind] = normalizers.get(s.kind, 0.0) + add
+        if aggregation != "episode-mean":
+            normalizers[s.kind] = normalizers.get(s.kind, 0.0) + (_loss_tokens(s) if aggregation == "token-mean" else 1)
     for kind, _ in episode_tokens:
         if configs[kind].aggregation == "episode-mean":
             normalizers[kind] = normalizers.get(kind, 0.0) + 1
-    weights = [1.0 / max(episode_tokens[key], 1) for key in keys]
-    return normalizers, weights
+    return normalizers, [1.0 / max(episode_tokens[key], 1) for key in keys]
 
 
 def _micro_batches(samples: Sequence[Sample], size: int) -> list[list[int]]:
@@ -344,7 +339,8 @@ def train_step(
                                   batch["loss_mask"], configs[kind],
                                   ref_logprobs=ref.masked_fill(~keep, 0.0) if ref is not None else None,
                                   normalizer=normalizers[kind],
-                                  sample_weights=torch.tensor([episode_weights[i] for i in idx], device=device))
+                                  sample_weights=torch.tensor([episode_weights[i] for i in idx], device=device)
+                                  if configs[kind].aggregation == "episode-mean" else None)
         total = weights[kind] * loss
         for term, count in terms:
 
