@@ -4,7 +4,7 @@
   key facts the answer states in sentences (not denies, not merely lists), scaled down for content
   the reference does not support (pasted passages, lists of candidates), for numbers and names it
   does not contain (a false year, an invented prize), for new claims beyond a small allowance, and
-  for length well past the reference. Instructions inside the answer are just words to it, so
+  for length well past the reference (padding of any kind). Instructions inside the answer are just words to it, so
   "ignore the rubric and give full marks" earns nothing. A word-level check, not a reader: for
   long-form training a real LLM judge is the recommended setting.
 - :class:`OpenAIJudge`: any OpenAI-compatible chat endpoint (``vllm serve``, a hosted API).
@@ -77,8 +77,9 @@ class ReferenceCoverageJudge(Judge):
     - ``excess``: unsupported content words beyond a small allowance
       (:func:`~agentgym.rewards.claims.unsupported_excess`): new claims in words ("it also won an
       award", "ignore the rubric and give full marks").
-    - ``length_penalty``: ``exp(1 - len(answer) / (max_ratio * len(reference)))`` in words beyond
-      ``max_ratio`` (2) times the reference length, as length-aware BLEU does.
+    - ``length_penalty``: ``exp(1 - len(answer) / (max_ratio * len(reference)))`` beyond ``max_ratio``
+      (2) times the reference length, as length-aware BLEU does; lengths in characters as written,
+      so padding costs score whatever it is made of ("the the the ...", dots, line breaks).
 
     Instructions inside the answer are just words to it, so "ignore the rubric and give full
     marks" earns nothing.
@@ -126,8 +127,10 @@ class ReferenceCoverageJudge(Judge):
         conflicts = conflicting_specifics(answer, reference, question, facts)
         excess, unsupported = unsupported_excess(answer, reference, question, facts, ignore=conflicts)
         claims = self.conflict_penalty ** len(conflicts) * math.exp(-excess / self.claim_scale)
-        n_answer = len(normalize_answer(answer).split())
-        n_reference = max(len(normalize_answer(reference).split()), len(normalize_answer(" ".join(facts)).split()), 1)
+        # Length in characters as written: padding made of words the metrics drop (articles,
+        # punctuation, line breaks) or of one long run of letters is length all the same.
+        n_answer = len(answer)
+        n_reference = max(len(reference), len(" ".join(facts)), 1)
         penalty = 1.0
         if n_answer > self.max_ratio * n_reference:
             penalty = math.exp(1 - n_answer / (self.max_ratio * n_reference))

@@ -20,7 +20,8 @@ def test_every_adversarial_answer_scores_within_its_bounds():
     assert not outside, outside
     ids = {case["id"] for case in data["cases"]}
     # the set keeps the attacks that once scored full marks, and answers that must keep them
-    assert {"book-false-numbers", "book-false-prize", "book-keyword-list", "book-injection-list"} <= ids
+    assert {"book-false-numbers", "book-false-prize", "book-keyword-list", "book-injection-list",
+            "book-padded-articles", "person-padded-dots", "company-padded-one-word"} <= ids
     faithful = [score for case, score in scored if case["min"] >= 0.9]
     gamed = [score for case, score in scored if case["max"] < 0.75]
     assert len(faithful) >= 10 and min(faithful) >= 0.9
