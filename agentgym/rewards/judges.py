@@ -10,7 +10,8 @@
 - :class:`OpenAIJudge`: any OpenAI-compatible chat endpoint (``vllm serve``, a hosted API).
   Each request bounded in total by its timeout (:mod:`agentgym.http_request`), and retries; an
   endpoint that stays down raises :class:`JudgeUnavailable`, never a silent 0.
-- :class:`HFJudge`: a local transformers causal LM with a chat template.
+- :class:`HFJudge`: a local transformers causal LM with a chat template (a checkpoint directory;
+  nothing is downloaded).
 
 The LLM judges share one prompt (:func:`judge_messages`): the answer is fenced between markers made
 from a per-call random nonce, and the judge is told that everything inside the fence is data to
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import secrets
 import time
@@ -260,9 +262,13 @@ class OpenAIJudge(Judge):
 
 
 class HFJudge(Judge):
-    """A judge on a local transformers causal LM (any checkpoint path with a chat template)."""
+    """A judge on a local transformers causal LM (any checkpoint directory with a chat template).
+    Nothing is downloaded: a Hub name is refused before transformers is asked for it."""
 
     def __init__(self, model_path: str, device: str = "cpu", max_new_tokens: int = 128, retries: int = 2):
+        if not os.path.isdir(model_path):
+            raise ValueError(f"judge 'hf': model_path {model_path!r} is not a directory; give a local Hugging Face "
+                             f"checkpoint directory (nothing is downloaded), or serve the model and use judge 'openai'")
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)

@@ -198,6 +198,13 @@ def main(argv: list[str] | None = None) -> int:
         overrides = parse_env_kwargs(args.env_kwargs) if args.env_kwargs is not None else {}
     except ValueError as e:
         parser.exit(2, f"agentgym eval: error: {e}\n")
+    if not args.base_url:  # a local directory or a tiny model, as the trainers take: nothing is downloaded
+        from agentgym.train.run.config import ConfigError, ModelConfig
+
+        try:
+            ModelConfig(model=args.model, device=args.device).validate()
+        except ConfigError as e:
+            parser.exit(2, f"agentgym eval: error: {e}\n")
     if not args.base_url:
         try:  # the checkpoint's own record first, before any weights are read
             trainer_record(args.model)

@@ -167,3 +167,27 @@ def test_length_well_past_the_reference_is_penalized():
     judge = ReferenceCoverageJudge()
     filler = " ".join(["Zuces Works is an aerospace company headquartered in Tesk."] * 6)
     assert judge.score("q", REFERENCE + " " + filler, REFERENCE, FACTS).score < 0.5
+
+
+def test_the_hf_judge_refuses_a_hub_name_before_any_network_call(monkeypatch):
+    import socket
+
+    import gymnasium as gym
+
+    import agentgym  # noqa: F401  registers the envs
+
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)  # the Hub would be allowed: our own check must stop it
+    attempts = []
+
+    def refuse(*args, **kwargs):
+        attempts.append(args)
+        raise OSError("network use in a test")
+
+    monkeypatch.setattr(socket.socket, "connect", lambda self, *a: refuse(*a))
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    with pytest.raises(ValueError, match=r"^judge 'hf': model_path 'org/judge' is not a directory; give a local"):
+        make_judge("hf", model_path="org/judge")
+    with pytest.raises(ValueError, match="nothing is downloaded"):
+        gym.make("ToolQA-LongForm-v0", judge="hf", judge_kwargs={"model_path": "org/judge"})
+    assert attempts == []
