@@ -3,7 +3,9 @@
     agentgym export-tasks ToolQA-v0 --split test --out tasks/toolqa-test --limit 20
     env = gym.make("ToolQA-v0", tasks="tasks/toolqa-test")
 
-The set's keyword arguments (its ``environment.yaml``) go under the caller's, so the env is the one
+The set's keyword arguments (its ``environment.yaml``) are data: only those that shape the task
+are taken (:mod:`agentgym.envs.data_settings`; a set that asks for any other is refused). They go
+under the caller's, so the env is the one
 the set was exported from with whatever the caller changes (``expert=True``, ``max_turns=...``). A
 reset with ``options={"task_id": ...}`` starts that task of the set (a task outside it is refused);
 a reset without one starts a task drawn with the reset seed, so the same seed is the same task and
@@ -25,6 +27,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import gymnasium as gym
 import numpy as np
+
+from agentgym.envs.data_settings import check_data_env_kwargs
 
 if TYPE_CHECKING:
     from agentgym.integrations.tasksets import TaskSet
@@ -73,7 +77,10 @@ class TakesTaskSet(type):
                              f"does not play: make it with gym.make({task_set.env_id!r}, tasks=...)")
         # the set's id's registered kwargs too, so that ToolQAEnv(tasks=...) of a ToolQA-LongForm-v0
         # set is long-form as gym.make("ToolQA-LongForm-v0", tasks=...) is
-        merged = {**gym.spec(task_set.env_id).kwargs, **task_set.env_kwargs, **kwargs, "tasks": task_set}
+        # the set's kwargs are data: only those that shape the task are taken (data_settings.py)
+        set_kwargs = check_data_env_kwargs(task_set.env_kwargs, f"the task set at {task_set.where}",
+                                           folder=task_set.path, user_keys=kwargs)
+        merged = {**gym.spec(task_set.env_id).kwargs, **set_kwargs, **kwargs, "tasks": task_set}
         env = super().__call__(*args, **merged)
         try:
             check_env_has_tasks(env, task_set)

@@ -69,11 +69,46 @@ def make_agentgym_env(env_id: str, kwargs: Any) -> gym.Env:
     return env
 
 
+def _config_setting(env_config: Any, key: str) -> Any:
+    """A setting of the env config alone (a dict or an OmegaConf node), or None."""
+    if env_config is None:
+        return None
+    try:
+        return env_config.get(key, None)
+    except AttributeError:
+        return getattr(env_config, key, None)
+
+
+def _as_kwargs(value: Any, where: str) -> dict[str, Any]:
+    from agentgym.envs.arguments import json_object
+
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        value = json_object(value, where)
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where} is not a JSON object: {value!r:.100}")
+    return dict(value)
+
+
+def row_env_kwargs(env_config: Any, extras: Mapping[str, Any]) -> dict[str, Any]:
+    """The env kwargs of one episode: the env config's (the user's own), with the dataset row's
+    ``extras.env_kwargs`` under them. A row is data: it may only set keys that shape the task
+    (:mod:`agentgym.envs.data_settings`), and one that asks for any other is refused."""
+    from agentgym.envs.data_settings import check_data_env_kwargs
+
+    config = _as_kwargs(_config_setting(env_config, "env_kwargs"), "env_config.env_kwargs")
+    row = _as_kwargs(extras.get("env_kwargs"), "the row's extras.env_kwargs")
+    return {**check_data_env_kwargs(row, "the row's extras.env_kwargs", user_keys=config), **config}
+
+
 class AgentGymSkyRLEnv(BaseTextEnv):
     """One agentgym episode behind SkyRL-gym's ``init`` / ``step`` / ``close``.
 
-    Settings (row ``extras`` first, then ``env_config``): ``env_id`` (required), ``env_kwargs`` (a
-    dict or JSON object), ``seed``, ``reset_options`` (a dict, e.g. ``{"split": "valid"}``).
+    Settings (row ``extras`` first, then ``env_config``): ``env_id`` (required), ``seed``,
+    ``reset_options`` (a dict, e.g. ``{"split": "valid"}``); ``env_kwargs`` (a dict or JSON
+    object) from both, the env config's over the row's, the row's limited to the keys that shape
+    the task (:func:`row_env_kwargs`).
     """
 
     def __init__(self, env_config: Any = None, extras: Mapping[str, Any] | None = None):
@@ -82,7 +117,7 @@ class AgentGymSkyRLEnv(BaseTextEnv):
         env_id = _setting(env_config, extras, "env_id")
         if not env_id:
             raise ValueError("AgentGymSkyRLEnv needs an env_id (in the row's extras or the env config)")
-        self.env = make_agentgym_env(env_id, _setting(env_config, extras, "env_kwargs") or {})
+        self.env = make_agentgym_env(env_id, row_env_kwargs(env_config, extras))
         self.seed = _setting(env_config, extras, "seed")
         self.reset_options = dict(_setting(env_config, extras, "reset_options") or {})
         self.max_turns = int(getattr(self.env.unwrapped, "max_turns", 1) or 1)

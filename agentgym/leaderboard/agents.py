@@ -33,10 +33,13 @@ import numpy as np
 
 from agentgym.prompts import MAX_ACTION_CHARS, episode_to_messages
 
-# Env kwargs a checkpoint's record does not carry onto a board: they choose what is played and for how
-# long, which is the board's to say (the same tasks and turn limit for every agent of a row).
+# Env kwargs a checkpoint's record does not carry onto a board: they choose what is played, for how
+# long and how it is scored, which is the board's to say (the same tasks, turn limit, judge and
+# success criterion for every agent of a row). Any other recorded key passes the allow-list of
+# agentgym.envs.data_settings: one that reaches a process or a path outside the checkpoint is refused.
 BOARD_KWARGS = frozenset({"data_path", "split", "task", "task_types", "question_kinds", "dataset", "corpus",
-                          "answer_form", "game", "max_turns", "reward_mode", "expert"})
+                          "answer_form", "game", "max_turns", "reward_mode", "expert", "judge", "judge_kwargs",
+                          "success_threshold", "tasks"})
 
 
 @dataclass
@@ -150,7 +153,8 @@ class PolicyAgent(Agent):
         stamp: extra stamps (checkpoint path and hash, chat template hash, endpoint).
         checkpoint: the local checkpoint directory, whose recorded env settings (an RL or cold-start
             run's env kwargs: observation and action options, prompt...) its episodes are
-            played with, except those in :data:`BOARD_KWARGS` and those ``--env-kwargs`` sets.
+            played with, except those in :data:`BOARD_KWARGS` and those ``--env-kwargs`` sets (a
+            record that sets a key data may not carry is refused: the agent skips that env).
         model: what the agent was named by (``tiny``, a directory; default ``checkpoint``): when
             the checkpoint records no env settings, ``--preset auto``'s pick for it applies
             (:mod:`agentgym.train.run.presets`: ``tiny`` for the built-in tiny models).
@@ -178,7 +182,8 @@ class PolicyAgent(Agent):
             return {}
         from agentgym.train.run.presets import resolve_env_kwargs
 
-        _, trained = resolve_env_kwargs(env_id, self.model_name)  # recorded, else the preset `auto` picks
+        # recorded, else the preset `auto` picks; the board's own keys are never read from the record
+        _, trained = resolve_env_kwargs(env_id, self.model_name, overrides={k: None for k in BOARD_KWARGS})
         return {k: v for k, v in trained.items() if k not in BOARD_KWARGS}
 
     def fits(self, episode):

@@ -15,8 +15,9 @@ import argparse
 import dataclasses
 import functools
 import json
+import os
 import sys
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 import numpy as np
 
@@ -110,20 +111,28 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def recorded_env_kwargs(model_dir: str, env_id: str) -> dict[str, Any] | None:
+def recorded_env_kwargs(model_dir: str, env_id: str, user_keys: Collection[str] = ()) -> dict[str, Any] | None:
     """The env kwargs a checkpoint records for ``env_id`` (reward mode aside): an RL trainer's
-    checkpoint, else a cold start's output (``agentgym_sft.json``); None when it records none."""
-    from agentgym.train.coldstart.sft import read_record
+    checkpoint, else a cold start's output (``agentgym_sft.json``); None when it records none.
+
+    A checkpoint is data that may come from anyone: its settings pass
+    :func:`agentgym.envs.data_settings.check_data_env_kwargs` (keys in ``user_keys``, which the
+    caller sets itself, are left out), so a key that reaches a process, a judge or the success
+    criterion is refused with a :class:`~agentgym.envs.data_settings.DataSettingError`."""
+    from agentgym.envs.data_settings import check_data_env_kwargs
+    from agentgym.train.coldstart.sft import RECORD_FILE, read_record
+    from agentgym.train.run.state_file import JSON_NAME
 
     record = trainer_record(model_dir)
     kwargs = record.trained_env_kwargs(env_id) if record is not None else None
+    source = os.path.join(model_dir, JSON_NAME)
     if kwargs is None:
         recipe = (read_record(model_dir) or {}).get("recipe", {})
         if recipe.get("env_id") != env_id or not isinstance(recipe.get("env_kwargs"), dict):
             return None
-        kwargs = dict(recipe["env_kwargs"])
+        kwargs, source = dict(recipe["env_kwargs"]), os.path.join(model_dir, RECORD_FILE)
     kwargs.pop("reward_mode", None)
-    return kwargs
+    return check_data_env_kwargs(kwargs, source, folder=model_dir, user_keys=user_keys)
 
 
 def trained_env_kwargs(model_dir: str, env_id: str, preset: str = "auto") -> dict[str, Any]:
@@ -191,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     from agentgym.agents import HFPolicy, OpenAIPolicy
     from agentgym.train.run.presets import check_preset, describe, resolve_env_kwargs
     from agentgym.train.run.helpers import parse_env_kwargs
+    from agentgym.envs.data_settings import DataSettingError
     from agentgym.train.run.state_file import TrainerStateError
 
     try:
@@ -205,11 +215,14 @@ def main(argv: list[str] | None = None) -> int:
             ModelConfig(model=args.model, device=args.device).validate()
         except ConfigError as e:
             parser.exit(2, f"agentgym eval: error: {e}\n")
-    if not args.base_url:
-        try:  # the checkpoint's own record first, before any weights are read
+    try:  # the checkpoint's own record first, before any weights are read
+        if not args.base_url:
             trainer_record(args.model)
-        except TrainerStateError as e:
-            parser.exit(2, f"agentgym eval: error: {e}\n")
+        # a served model's name is no directory: `auto` gives it the env's own defaults
+        preset, env_kwargs = resolve_env_kwargs(args.env_id, None if args.base_url else args.model, args.preset,
+                                                overrides)
+    except (TrainerStateError, DataSettingError) as e:
+        parser.exit(2, f"agentgym eval: error: {e}\n")
 
     if args.base_url:
         policy = OpenAIPolicy(args.base_url, args.model, api_key=args.api_key, sampling=sampling)
@@ -224,8 +237,6 @@ def main(argv: list[str] | None = None) -> int:
         if device == "cpu":
             torch.set_num_threads(1)
         policy = HFPolicy(load_model(path, device, trainable=False), load_tokenizer(path), sampling)
-    # a served model's name is no directory: `auto` gives it the env's own defaults
-    preset, env_kwargs = resolve_env_kwargs(args.env_id, None if args.base_url else args.model, args.preset, overrides)
     print(f"env: {describe(args.env_id, preset, env_kwargs, args.preset)}")
     hook = None
     extensions = trained_extensions(args.model) if not args.base_url else None

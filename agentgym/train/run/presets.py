@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 TINY_MODELS = ("tiny", "tiny-small", "tiny-wide")
 """The built-in model names (``agentgym.agents.tiny``), built offline; ``auto`` gives them ``tiny``."""
@@ -100,15 +100,20 @@ def merge_env_kwargs(base: Mapping[str, Any], overrides: Mapping[str, Any] | Non
     return out
 
 
-def base_env_kwargs(env_id: str, model: str | None, preset: str = AUTO) -> tuple[str, dict[str, Any]]:
+def base_env_kwargs(env_id: str, model: str | None, preset: str = AUTO,
+                    user_keys: Collection[str] = ()) -> tuple[str, dict[str, Any]]:
     """The env kwargs a run on ``env_id`` with ``model`` starts from, and what they are: the
-    preset's name, or :data:`RECORDED` when ``auto`` found the ones the model directory records."""
+    preset's name, or :data:`RECORDED` when ``auto`` found the ones the model directory records.
+
+    What a model directory records is data: it may only set the keys that shape the task
+    (:mod:`agentgym.envs.data_settings`), except those in ``user_keys``, which the caller sets
+    itself and which are left out of the recorded ones."""
     check_preset(preset)
     if preset == AUTO:
         if model is not None and model not in TINY_MODELS:
             from agentgym.train.evaluate import recorded_env_kwargs
 
-            recorded = recorded_env_kwargs(model, env_id)
+            recorded = recorded_env_kwargs(model, env_id, user_keys)
             if recorded is not None:
                 return RECORDED, recorded
         preset = "tiny" if model in TINY_MODELS else "none"
@@ -119,7 +124,7 @@ def resolve_env_kwargs(env_id: str, model: str | None, preset: str = AUTO,
                        overrides: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     """``(what the base is, env kwargs)``: :func:`base_env_kwargs` with ``overrides`` (a run's
     ``--env-kwargs``) merged over it by :func:`merge_env_kwargs`."""
-    name, base = base_env_kwargs(env_id, model, preset)
+    name, base = base_env_kwargs(env_id, model, preset, user_keys=tuple(overrides or ()))
     return name, merge_env_kwargs(base, overrides)
 
 
