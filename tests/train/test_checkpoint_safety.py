@@ -165,3 +165,124 @@ def test_auto_resume_with_no_checkpoint_starts_fresh(tmp_path):
     assert resume_point(tmp_path, auto=True) == (None, None)
     with pytest.raises(CheckpointError, match="no checkpoint"):
         resume_point(tmp_path, auto=False)
+
+
+def _state_doc(tree) -> str:
+    return json.dumps({"format": "agentgym-trainer-state", "version": 1, "state": {"x": tree}})
+
+
+# Each is a few hundred bytes of JSON that, read naively, allocates far more than the file holds or
+# escapes as an exception that is not TrainerStateError.
+BOMBS = {
+    "bytes-dtype": _state_doc({"$ndarray": {"dtype": "S100000000", "shape": [2], "data": ["a", "b"]}}),
+    "str-dtype": _state_doc({"$ndarray": {"dtype": "<U25000000", "shape": [2], "data": ["a", "b"]}}),
+    "subarray-dtype": _state_doc({"$ndarray": {"dtype": "(100000000,)u1", "shape": [1], "data": [0]}}),
+    "void-scalar": _state_doc({"$np": {"dtype": "|V8", "value": 100000000}}),
+    "shape-not-data": _state_doc({"$ndarray": {"dtype": "<f8", "shape": [100000000], "data": [0.5]}}),
+    "nested": '{"format": "agentgym-trainer-state", "version": 1, "state": {"x": ' + "[" * 100000 + "]" * 100000 + "}}",
+    "nested-tags": _state_doc(None).replace("null", '{"$tuple": [' * 300 + "1" + "]}" * 300),
+    "huge-int": _state_doc(None).replace("null", "9" * 5000),
+}
+
+
+@pytest.mark.parametrize("text", BOMBS.values(), ids=BOMBS.keys())
+def test_a_bomb_in_the_trainer_state_is_one_error_before_anything_large_is_allocated(tmp_path, text):
+    import tracemalloc
+
+    (tmp_path / "trainer_state.json").write_text(text)
+    tracemalloc.start()  # numpy reports its array memory to tracemalloc too
+    try:
+        with pytest.raises(TrainerStateError) as e:
+            read_state(tmp_path, tensors=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    message = str(e.value)
+    assert "\n" not in message and "trainer_state.json" in message and len(message) < 400, message
+    assert peak < 8 * len(text) + 2_000_000, peak
+
+
+def test_a_trainer_state_larger_than_the_cap_is_refused_unread(tmp_path, monkeypatch):
+    from agentgym.train.run import state_file
+
+    write_state(tmp_path, {"step": 1, "extra": {"note": "x" * 5000}})
+    monkeypatch.setattr(state_file, "MAX_JSON_BYTES", 4096)
+    with pytest.raises(TrainerStateError, match=r"trainer_state.json: \d+ bytes, more than .*4096"):
+        read_state(tmp_path)
+
+
+def test_honest_arrays_and_scalars_still_read_back(tmp_path):
+    state = {"a": np.arange(5, dtype=np.uint32), "b": np.array([["x", "yz"]]), "c": np.zeros((0, 3)),
+             "d": np.float16(1.5), "e": np.array(True), "f": np.int64(-3), "g": 2 ** 127}
+    write_state(tmp_path, state)
+    back = read_state(tmp_path)
+    for key, value in state.items():
+        assert type(back[key]) is type(value) and np.array_equal(back[key], value)
+        if isinstance(value, np.ndarray):
+            assert back[key].dtype == value.dtype and back[key].shape == value.shape
+
+
+@pytest.mark.slow
+def test_agentgym_eval_refuses_a_dtype_bomb_in_one_line_without_allocating_it(tmp_path):
+    # what a 151-byte file made `agentgym eval` do: allocate 2 GB, then refuse the checkpoint
+    step = tmp_path / "step"
+    step.mkdir()
+    (step / "config.json").write_text("{}")  # a model directory as far as the flags are checked
+    (step / "trainer_state.json").write_text(_state_doc(
+        {"$ndarray": {"dtype": "S1000000000", "shape": [2], "data": ["a", "b"]}}))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    probe = ("import resource, subprocess, sys; "
+             "out = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+             "sys.stdout.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); "
+             "sys.stderr.write(out.stderr); sys.exit(out.returncode)")
+    out = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "agentgym.cli", "eval", "--model",
+                          str(step), "--num-episodes", "1"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=300)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert int(out.stdout) < 1_000_000, f"peak RSS {int(out.stdout) // 1024} MiB"  # KiB: under 1 GiB
+    assert out.stderr.strip().count("\n") == 0 and "trainer_state.json" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("text", ["[" * 100000 + "]" * 100000, '{"recipe": {"seed": ' + "7" * 5000 + "}}",
+                                  '{"recipe": ' + '{"a": ' * 500 + "1" + "}" * 500 + "}", "[1, 2]", "{not json"],
+                         ids=["nested", "huge-int", "nested-500", "not-an-object", "not-json"])
+def test_a_damaged_cold_start_record_is_one_error_naming_it(tmp_path, text):
+    from agentgym.train.coldstart.sft import RECORD_FILE, is_complete, read_record
+
+    (tmp_path / RECORD_FILE).write_text(text)
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "tokenizer_config.json").write_text("{}")
+    with pytest.raises(TrainerStateError) as e:
+        read_record(tmp_path)
+    assert "\n" not in str(e.value) and RECORD_FILE in str(e.value) and len(str(e.value)) < 400
+    assert not is_complete(tmp_path)  # a cold start whose record is damaged is made again, not reused
+    (tmp_path / RECORD_FILE).unlink()
+    assert read_record(tmp_path) is None
+
+
+@pytest.mark.slow
+def test_agentgym_eval_on_a_nested_cold_start_record_says_one_line(tmp_path):
+    from agentgym.train.coldstart.sft import RECORD_FILE
+
+    (tmp_path / RECORD_FILE).write_text('{"recipe": ' + "[" * 100000 + "]" * 100000 + "}")
+    (tmp_path / "config.json").write_text("{}")  # a model directory as far as the flags are checked
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-m", "agentgym.cli", "eval", "--model", str(tmp_path), "--num-episodes",
+                          "1"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.strip().count("\n") == 0 and RECORD_FILE in out.stderr, out.stderr
+
+
+def _nested(depth):
+    value = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("value", [10 ** 200, _nested(150), np.array(["x" * 300] + [""] * 300)],
+                         ids=["huge-int", "nested", "wide-strings"])
+def test_saving_what_would_not_read_back_fails_at_save_time(tmp_path, value):
+    with pytest.raises(TypeError, match="would not read back"):
+        write_state(tmp_path, {"extra": value})
+    assert not (tmp_path / "trainer_state.json").exists()

@@ -29,20 +29,38 @@ RECORD_FILE = "agentgym_sft.json"
 
 
 def read_record(model_dir: str | os.PathLike) -> dict[str, Any] | None:
-    """The cold-start record of a model directory written by :func:`run_sft` (None: not one)."""
+    """The cold-start record of a model directory written by :func:`run_sft` (None: not one).
+
+    The record may come with a downloaded model: it is read within the bounds of
+    :func:`agentgym.train.run.state_file.load_json`, and one that is damaged, not a JSON object or
+    outside those bounds raises :class:`~agentgym.train.run.state_file.TrainerStateError`, one line
+    naming the file."""
+    from agentgym.train.run.state_file import TrainerStateError, load_json
+
     path = Path(model_dir) / RECORD_FILE
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text())
-    except ValueError:
+        record, _ = load_json(path)
+    except FileNotFoundError:
         return None
+    if not isinstance(record, dict):
+        raise TrainerStateError(f"{path}: not a cold-start record (a JSON object); remove it or make the "
+                                f"cold start again")
+    return record
 
 
 def is_complete(model_dir: str | os.PathLike) -> bool:
-    """Whether ``model_dir`` is a finished SFT output (weights, tokenizer, then the record)."""
+    """Whether ``model_dir`` is a finished SFT output (weights, tokenizer, then the record); a
+    damaged record makes it an unfinished one (made again, not reused)."""
+    from agentgym.train.run.state_file import TrainerStateError
+
     d = Path(model_dir)
-    return read_record(d) is not None and (d / "config.json").is_file() and (d / "tokenizer_config.json").is_file()
+    try:
+        record = read_record(d)
+    except TrainerStateError:
+        return False
+    return record is not None and (d / "config.json").is_file() and (d / "tokenizer_config.json").is_file()
 
 
 def resolved(cfg: SFTRunConfig) -> SFTRunConfig:

@@ -15,6 +15,13 @@ everything the tree holds, so a few values are tagged with a one-key object whos
 save time with the path to the offending value, so an unsupported type fails the first checkpoint,
 not the resume.
 
+Reading bounds what a file can make this process do (:func:`load_json`, also used for the other
+JSON a checkpoint holds): a file over :data:`MAX_JSON_BYTES`, nesting deeper than
+:data:`MAX_DEPTH`, an integer of more than :data:`MAX_INT_DIGITS` digits, an array whose dtype is
+not a plain bool, integer, float or string type, whose shape does not match its data, or whose
+arrays would take more than :data:`ARRAY_BYTES_PER_FILE_BYTE` times the file's own size are
+refused with one :class:`TrainerStateError` line, before anything of that size is allocated.
+
 Checkpoints written before this format hold a pickled ``trainer_state.pt``. :func:`read_legacy`
 reads one with ``torch.load(weights_only=True)``, which rebuilds only tensors, containers and
 numpy arrays and refuses any other type without running it; a file that needs more is reported
@@ -26,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +46,70 @@ FORMAT = "agentgym-trainer-state"
 VERSION = 1
 
 
+MAX_JSON_BYTES = 256 * 2 ** 20
+"""The largest JSON file read from a checkpoint (a trainer's state is tens of kilobytes)."""
+MAX_DEPTH = 100
+"""The deepest nesting of lists and objects read (a trainer's state nests under 20 deep)."""
+MAX_INT_DIGITS = 100
+"""The most digits an integer may have (a random generator's state holds 128-bit integers: 39)."""
+ARRAY_BYTES_PER_FILE_BYTE = 16
+"""The arrays of a state may take at most this many bytes per byte of its JSON file: JSON spends at
+least one byte on each element, and a plain numeric element takes at most 16."""
+_DTYPE = re.compile(r"[<>|=]?[biufU][1-9][0-9]{0,8}")  # what write_state writes: numpy's dtype.str
+_SCALAR_KINDS = "biufU"
+
+
 class TrainerStateError(ValueError):
     """A trainer state file that is missing, damaged or not safe to read; the message names the file."""
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(f"{type(e).__name__}: {e}".split())
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS} are read)")
+    return int(text)
+
+
+def _check_depth(tree: Any) -> None:
+    stack = [(tree, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (list, dict)):
+            if depth > MAX_DEPTH:
+                raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+
+
+def load_json(path: str | os.PathLike) -> tuple[Any, int]:
+    """``(data, size in bytes)`` of a JSON file from a checkpoint, read within the bounds above.
+    Raises :class:`TrainerStateError` naming the file, in one line, for a file that is unreadable,
+    not JSON, or outside the bounds; a missing file raises ``FileNotFoundError``."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_JSON_BYTES:
+                raise TrainerStateError(f"{path}: {size} bytes, more than the {MAX_JSON_BYTES} read from a "
+                                        f"checkpoint (not a file agentgym wrote)")
+            raw = f.read(size + 1)  # read(n) sets n bytes aside first: the file's own size, not the cap
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise TrainerStateError(f"{path}: unreadable ({_one_line(e)})") from e
+    if len(raw) > size:
+        raise TrainerStateError(f"{path}: grew while being read (another process is writing it); try again")
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_int=_parse_int)
+        _check_depth(data)
+    except RecursionError as e:
+        raise TrainerStateError(f"{path}: nested too deep to read (at most {MAX_DEPTH} levels)") from e
+    except ValueError as e:  # not UTF-8, not JSON, an integer too long, nested too deep
+        raise TrainerStateError(f"{path}: unreadable ({_one_line(e)})") from e
+    return data, len(raw)
 
 
 def _encode(value: Any, tensors: dict, path: str) -> Any:
@@ -74,9 +144,11 @@ def _encode(value: Any, tensors: dict, path: str) -> Any:
                     "data (dict, list, tuple, str, int, float, bool, None, tensors, numpy arrays)")
 
 
-def _decode(value: Any, tensor: Any) -> Any:
+def _decode(value: Any, tensor: Any, budget: list[int]) -> Any:
+    """The tree of ``value``; ``budget``: the bytes its arrays may still take (see
+    :data:`ARRAY_BYTES_PER_FILE_BYTE`), spent as arrays are made."""
     if isinstance(value, list):
-        return [_decode(v, tensor) for v in value]
+        return [_decode(v, tensor, budget) for v in value]
     if not isinstance(value, dict):
         return value
     if len(value) == 1:
@@ -84,19 +156,50 @@ def _decode(value: Any, tensor: Any) -> Any:
         if tag == "$tensor":
             return tensor(body)
         if tag == "$tuple":
-            return tuple(_decode(v, tensor) for v in body)
+            return tuple(_decode(v, tensor, budget) for v in body)
         if tag == "$dict":
-            return {_hashable(_decode(k, tensor)): _decode(v, tensor) for k, v in body}
+            return {_hashable(_decode(k, tensor, budget)): _decode(v, tensor, budget) for k, v in body}
         if tag == "$float":
             return float(body)
         if tag == "$ndarray":
-            dtype = np.dtype(body["dtype"])
-            if dtype == object:
-                raise ValueError("numpy object arrays are not read")
-            return np.asarray(body["data"], dtype=dtype).reshape(body["shape"])
+            return _array(body, budget)
         if tag == "$np":
-            return np.dtype(body["dtype"]).type(_decode(body["value"], tensor))
-    return {k: _decode(v, tensor) for k, v in value.items()}
+            dtype = _dtype(body["dtype"])
+            scalar = _decode(body["value"], tensor, budget)
+            if not isinstance(scalar, (bool, int, float, str)):
+                raise ValueError(f"a numpy scalar of {type(scalar).__name__}")
+            return dtype.type(scalar)
+    return {k: _decode(v, tensor, budget) for k, v in value.items()}
+
+
+def _dtype(text: Any) -> np.dtype:
+    """A plain bool, integer, float or string dtype as ``write_state`` writes it, else ``ValueError``
+    (a structured, sub-array, void, bytes or object dtype, which could make one element huge)."""
+    if not isinstance(text, str) or not _DTYPE.fullmatch(text):
+        raise ValueError(f"array dtype {str(text)[:40]!r} is not read (plain bool, integer, float and str only)")
+    dtype = np.dtype(text)
+    if dtype.kind not in _SCALAR_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+        raise ValueError(f"array dtype {text!r} is not read (plain bool, integer, float and str only)")
+    return dtype
+
+
+def _array(body: Any, budget: list[int]) -> np.ndarray:
+    """A ``$ndarray``, its size checked against its data and the budget before it is allocated."""
+    dtype, shape, data = _dtype(body["dtype"]), body["shape"], body["data"]
+    if not isinstance(shape, list) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                              for n in shape):
+        raise ValueError(f"array shape {str(shape)[:40]} is not a list of sizes")
+    if not isinstance(data, list) or any(isinstance(v, (list, dict)) for v in data):
+        raise ValueError("array data is not a flat list")
+    count = math.prod(shape)
+    if count != len(data):
+        raise ValueError(f"array of shape {str(shape)[:40]} holds {len(data)} values")
+    nbytes = count * dtype.itemsize
+    if nbytes > budget[0]:
+        raise ValueError(f"an array of {count} x {dtype.itemsize} bytes, more than the file's "
+                         f"{ARRAY_BYTES_PER_FILE_BYTE} bytes per byte allow")
+    budget[0] -= nbytes
+    return np.asarray(data, dtype=dtype).reshape(shape)
 
 
 def _hashable(key: Any) -> Any:
@@ -110,9 +213,19 @@ def write_state(directory: str | os.PathLike, state: dict[str, Any]) -> None:
     directory = Path(directory)
     tensors: dict = {}
     tree = _encode(state, tensors, "state")
+    text = json.dumps({"format": FORMAT, "version": VERSION, "state": tree})
+    try:  # within the bounds a reader keeps, so what is saved reads back (a failure here, not at resume)
+        size = len(text.encode("utf-8"))
+        if size > MAX_JSON_BYTES:
+            raise ValueError(f"{size} bytes of JSON, more than the {MAX_JSON_BYTES} a reader takes")
+        doc = json.loads(text, parse_int=_parse_int)
+        _check_depth(doc)
+        _decode(doc["state"], lambda key: None, [ARRAY_BYTES_PER_FILE_BYTE * size])
+    except (ValueError, RecursionError) as e:
+        raise TypeError(f"trainer state: {_one_line(e)}: it would not read back; save less or flatter data") from e
     save_file(tensors, str(directory / TENSORS_NAME))
     with open(directory / JSON_NAME, "w") as f:
-        json.dump({"format": FORMAT, "version": VERSION, "state": tree}, f)
+        f.write(text)
 
 
 def has_state(directory: str | os.PathLike) -> bool:
@@ -133,11 +246,7 @@ def read_state(directory: str | os.PathLike, tensors: bool = True) -> dict[str, 
         if (directory / LEGACY_NAME).is_file():
             return read_legacy(directory / LEGACY_NAME)
         raise TrainerStateError(f"{directory}: no {JSON_NAME} (not a trainer checkpoint)")
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise TrainerStateError(f"{path}: unreadable ({type(e).__name__}: {e})") from e
+    doc, size = load_json(path)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or "state" not in doc:
         raise TrainerStateError(f"{path}: not an agentgym trainer state")
     if doc.get("version") != VERSION:
@@ -145,11 +254,11 @@ def read_state(directory: str | os.PathLike, tensors: bool = True) -> dict[str, 
                                 f"version {VERSION}")
     getter = _lazy_tensors(directory / TENSORS_NAME) if tensors else (lambda key: None)
     try:
-        state = _decode(doc["state"], getter)
+        state = _decode(doc["state"], getter, [ARRAY_BYTES_PER_FILE_BYTE * size])
     except TrainerStateError:
         raise
     except Exception as e:  # a hand-edited or damaged tree
-        raise TrainerStateError(f"{path}: damaged ({type(e).__name__}: {e})") from e
+        raise TrainerStateError(f"{path}: damaged ({_one_line(e)})") from e
     if not isinstance(state, dict):
         raise TrainerStateError(f"{path}: not an agentgym trainer state")
     return state
