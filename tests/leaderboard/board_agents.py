@@ -1,5 +1,6 @@
 """User agent classes for the leaderboard tests, loaded by ``module:Class`` like a user's own."""
 
+import os
 import time
 
 from agentgym.leaderboard.agents import Agent
@@ -48,12 +49,24 @@ class PoisonedTask(Agent):
 
 
 class SlowExpert(Agent):
-    """The expert, taking a while over each call (so a signal lands while the board waits on it)."""
+    """The expert, taking a while over each call (so a signal lands while the board waits on it).
+
+    With ``BOARD_AGENT_HOLD=PATH`` in its environment it plays its first episode, then, called for
+    another one, creates ``PATH`` and holds that call: the board is then waiting on the agent, with
+    the first episode recorded and the rest unplayed, for as long as a test needs."""
 
     env_kwargs = {"expert": True}
     ready_first = False
 
+    first = None
+
     def act(self, episodes):
+        hold = os.environ.get("BOARD_AGENT_HOLD")
+        if hold:
+            self.first = self.first or (episodes[0].task_id, episodes[0].repeat)
+            if any((ep.task_id, ep.repeat) != self.first for ep in episodes):
+                open(hold, "w").close()
+                time.sleep(600)
         time.sleep(0.25)
         return [ep.info["expert_action"] for ep in episodes]
 
