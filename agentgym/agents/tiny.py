@@ -3,7 +3,7 @@
 No machine here can download weights, so the project builds its own small model: a Qwen2- or
 Llama-architecture config with random weights and a byte-level BPE tokenizer trained with
 ``tokenizers`` on env text (system prompts, observations, expert actions), with a ChatML chat
-template. It is saved with ``save_pretrained`` and loaded back with ``AutoModelForCausalLM`` /
+template that also renders tool calls (:data:`CHAT_TEMPLATE`). It is saved with ``save_pretrained`` and loaded back with ``AutoModelForCausalLM`` /
 ``AutoTokenizer``, the same code path as a user's checkpoint.
 
 Built models are cached under ``$AGENTGYM_CACHE/models`` (default ``~/.cache/agentgym/models``),
@@ -25,14 +25,50 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-CHATML_TEMPLATE = (
+# ChatML, with tool calls and tool results written in the envs' own action syntax, so a conversation
+# rendered by a tool-calling stack (TRL's GRPOTrainer) reads as the trainers' prompts do: an assistant
+# turn's tool_calls become <tool_call>{"name": ..., "arguments": {...}}</tool_call> after its content,
+# and tool messages become one user turn of <tool_response>...</tool_response> blocks, as the envs
+# send them. `tools=` is accepted and not listed: the env's system prompt lists the tools already, so
+# a prompt lists them once. Messages with plain string content (all the trainers send) render
+# exactly as plain ChatML.
+CHAT_TEMPLATE = (
     "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% if message['role'] == 'tool' %}"
+    "{% if loop.first or messages[loop.index0 - 1]['role'] != 'tool' %}{{ '<|im_start|>user\n' }}"
+    "{% else %}{{ '\n' }}{% endif %}"
+    "{{ '<tool_response>\n' + message['content'] + '\n</tool_response>' }}"
+    "{% if loop.last or messages[loop.index0 + 1]['role'] != 'tool' %}{{ '<|im_end|>\n' }}{% endif %}"
+    "{% else %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}{% endif %}"
+    "{% if message['tool_calls'] is defined and message['tool_calls'] %}"
+    "{% for call in message['tool_calls'] %}"
+    "{% set fn = call['function'] if call['function'] is defined else call %}"
+    "{% if fn['arguments'] is string %}"
+    "{{ '<tool_call>{\"name\": ' + fn['name'] | tojson + ', \"arguments\": ' + fn['arguments'] + '}</tool_call>' }}"
+    "{% else %}{{ '<tool_call>' + {'name': fn['name'], 'arguments': fn['arguments']} | tojson + '</tool_call>' }}"
+    "{% endif %}"
+    "{% endfor %}"
+    "{% endif %}"
+    "{{ '<|im_end|>\n' }}"
+    "{% endif %}"
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
+# How transformers' `parse_response` (and so TRL) reads a reply back into a message: the text before
+# <|im_end|> is its content, each <tool_call>{json}</tool_call> one of its tool_calls.
+RESPONSE_TEMPLATE = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "tool_calls": {"open": "<tool_call>", "close_pattern": r"</tool_call>\s*", "repeats": True, "content": "json",
+                       "transform": {"type": "function", "function": "{content}"}},
+        "content": {"close_pattern": r"<\|im_end\|>\s*", "content": "text"},
+    },
+}
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-BUILD_VERSION = 1  # bump when the build recipe changes, so caches are rebuilt
+BUILD_VERSION = 2  # bump when the build recipe changes, so caches are rebuilt (2: the tool-calling template)
 
 
 @dataclass(frozen=True)
@@ -148,7 +184,8 @@ def _env_corpus(env_ids: tuple[str, ...], episodes_per_env: int, seed: int, view
 
 
 def train_tokenizer(texts: Iterable[str], vocab_size: int, pretokenizer: str = "bytelevel"):
-    """A byte-level BPE tokenizer with ChatML special tokens, as a transformers tokenizer.
+    """A byte-level BPE tokenizer with ChatML special tokens, as a transformers tokenizer, with the
+    tool-calling chat template and the response template that parses replies back.
 
     ``pretokenizer``: ``bytelevel`` (GPT-2's split: a word keeps its leading space) or ``words``
     (runs of spaces, letters, digits and other symbols are split apart, so spaces are tokens of
@@ -172,7 +209,8 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int, pretokenizer: str = "
     tok.train_from_iterator(list(texts), trainer)
     hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
                                  additional_special_tokens=["<|im_start|>"])
-    hf.chat_template = CHATML_TEMPLATE
+    hf.chat_template = CHAT_TEMPLATE
+    hf.response_template = RESPONSE_TEMPLATE
     return hf
 
 

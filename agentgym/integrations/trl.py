@@ -9,10 +9,12 @@ any registered env::
     from agentgym.integrations.trl import EnvironmentFactory, prs_reward
 
     envs = EnvironmentFactory("ToolQA-v0")
-    trainer = GRPOTrainer(model="Qwen/Qwen2.5-0.5B-Instruct", reward_funcs=prs_reward,
+    trainer = GRPOTrainer(model="path/to/checkpoint", reward_funcs=prs_reward,
                           train_dataset=envs.dataset("train"), environment_factory=envs,
                           args=GRPOConfig(max_steps=100, max_completion_length=512))
     trainer.train()
+
+(docs/integrations.md has a version that runs as written on a CPU, with the built-in tiny model.)
 
 - Tools: one method per tool of the env's action schema (ToolQA: ``search``, ``open``,
   ``calculate``), made from its OpenAI function schemas; each call is one env step, sent as the
@@ -22,9 +24,14 @@ any registered env::
   episode's PRS return (the sum of its step rewards; 0/1 with ``reward_mode="binary"``). It logs the
   PRS terms of the episodes that ended as ``prs/<term>``, with ``prs/ended`` and ``prs/success``.
 - Rows of :meth:`EnvironmentFactory.dataset` hold the env's system prompt and a ``task_id``, so
-  the ``num_generations`` rollouts of a row play the same task (a GRPO group).
+  the ``num_generations`` rollouts of a row play the same task (a GRPO group). That system prompt
+  lists the tools; the tiny models' chat template renders TRL's tool calls and results in the env's
+  syntax and does not list ``tools=`` again (:data:`agentgym.agents.tiny.CHAT_TEMPLATE`), so the
+  tools are listed once. A model whose template lists ``tools=`` itself wants an env
+  ``system_prompt`` without the list.
 
-The factory and :func:`prs_reward` pickle, as ``AsyncGRPOTrainer`` requires.
+The factory and :func:`prs_reward` pickle, as ``AsyncGRPOTrainer``
+(``from trl.experimental.async_grpo import AsyncGRPOTrainer``) requires.
 """
 
 from __future__ import annotations

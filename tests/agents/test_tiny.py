@@ -83,3 +83,85 @@ def test_a_run_with_observation_options_gets_a_tokenizer_that_has_read_them(tmp_
     toolqa = {"question_kinds": ["single_hop"], "max_turns": 2, "action_format": "tags", "top_k": 1}
     assert view_kwargs(toolqa) == {}
     assert resolve_model_path("tiny", ("NoSuchEnv-v0",), toolqa) == resolve_model_path("tiny", ("NoSuchEnv-v0",))
+
+
+# The tiny models' chat template before it rendered tool calls: what every trainer's prompt was.
+PLAIN_CHATML = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+def _expert_episode_messages(env_id, seed, **kwargs):
+    """The prompt of a real expert episode's last turn, as the trainers lay it out
+    (agentgym.episode_to_messages): system prompt, then observations and actions."""
+    import gymnasium as gym
+
+    from agentgym import episode_to_messages
+
+    env = gym.make(env_id, expert=True, **kwargs)
+    obs, info = env.reset(seed=seed)
+    system, observations, actions = info["system_prompt"], [obs], []
+    for _ in range(6):
+        action = info["expert_action"]
+        obs, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            break
+        actions.append(action)
+        observations.append(obs)
+    env.close()
+    return episode_to_messages(system, observations, actions)
+
+
+def test_the_tool_calling_template_renders_the_trainers_prompts_exactly_as_plain_chatml(tiny_path):
+    import gymnasium as gym
+
+    import agentgym  # noqa: F401  registers the envs
+
+    tok = AutoTokenizer.from_pretrained(tiny_path)
+    plain = AutoTokenizer.from_pretrained(tiny_path)
+    plain.chat_template = PLAIN_CHATML
+    tools = gym.make("ToolQA-v0").unwrapped.tools
+    conversations = [_expert_episode_messages("ToolQA-v0", seed) for seed in range(3)]
+    conversations.append([{"role": "system", "content": "{{ not a tag }} {% raw %} <|im_end|> 中文 \n\t"},
+                          {"role": "user", "content": ""}, {"role": "assistant", "content": "<tool_call>{}</tool_call>"},
+                          {"role": "user", "content": "<tool_response>\nx\n</tool_response>"}])
+    assert any(m["content"].startswith("<tool_response>") for m in conversations[0])  # tool turns are in there
+    for messages in conversations:
+        for generation in (True, False):
+            before = plain.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation)
+            assert tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation) == before
+            # tools= lists nothing more: the env's system prompt lists the tools, once
+            assert tok.apply_chat_template(messages, tools=tools, tokenize=False,
+                                           add_generation_prompt=generation) == before
+    # and the ids the trainers sample from are the same
+    from agentgym.agents.hf import render_prompt_ids
+
+    assert render_prompt_ids(tok, conversations[0]) == render_prompt_ids(plain, conversations[0])
+
+
+def test_tool_calls_and_results_render_in_the_envs_own_syntax(tiny_path):
+    tok = AutoTokenizer.from_pretrained(tiny_path)
+    call = {"name": "search", "arguments": {"query": "Zuces Works 中"}}
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "Question: q"},
+                {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": call}]},
+                {"role": "tool", "name": "search", "content": "[1] hit"},
+                {"role": "assistant", "content": None,
+                 "tool_calls": [{"type": "function", "function": {**call, "arguments": '{"query": "x"}'}}]},
+                {"role": "tool", "name": "search", "content": "a"}, {"role": "tool", "name": "open", "content": "b"}]
+    assert tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) == (
+        "<|im_start|>system\ns<|im_end|>\n<|im_start|>user\nQuestion: q<|im_end|>\n"
+        '<|im_start|>assistant\n<tool_call>{"name": "search", "arguments": {"query": "Zuces Works 中"}}</tool_call>'
+        "<|im_end|>\n<|im_start|>user\n<tool_response>\n[1] hit\n</tool_response><|im_end|>\n"
+        '<|im_start|>assistant\n<tool_call>{"name": "search", "arguments": {"query": "x"}}</tool_call><|im_end|>\n'
+        "<|im_start|>user\n<tool_response>\na\n</tool_response>\n<tool_response>\nb\n</tool_response><|im_end|>\n"
+        "<|im_start|>assistant\n")
+    # a reply parses back into the message it was rendered from
+    prefix = tok.apply_chat_template(messages[:2], tokenize=False, add_generation_prompt=True)
+    reply = '<tool_call>{"name": "search", "arguments": {"query": "Zuces Works 中"}}</tool_call><|im_end|>'
+    assert tok.parse_response(tok(reply, add_special_tokens=False)["input_ids"], prefix=prefix) == {
+        "role": "assistant", "tool_calls": [{"type": "function", "function": call}]}
+    assert tok.parse_response("<answer>aerospace</answer><|im_end|>", prefix=prefix) == {
+        "role": "assistant", "content": "<answer>aerospace</answer>"}

@@ -19,21 +19,18 @@ from agentgym.integrations.trl import EnvironmentFactory, environment_class, prs
 TOOLQA = {"question_kinds": ["single_hop"], "max_turns": 3, "system_prompt": "Search, then answer."}
 
 
-def qwen_tokenizer(path):
-    """The tiny model's tokenizer with a tool-calling chat template TRL knows (Qwen2.5's): the
-    tiny model's own ChatML template has no tools, like many base checkpoints."""
+def tiny_tokenizer(path):
+    """The tiny model's own tokenizer: its chat template renders tool calls and its response
+    template parses them, as TRL requires."""
     from transformers import AutoTokenizer
-    from trl.chat_template_utils import qwen2_5_chat_template
 
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    tokenizer.chat_template = qwen2_5_chat_template
-    return tokenizer
+    return AutoTokenizer.from_pretrained(path)
 
 
 @pytest.mark.slow  # importing TRL's parser takes seconds
 def test_tools_are_the_env_schema_and_a_call_parsed_by_trl_is_one_env_step(tiny_path):
     from transformers.utils import get_json_schema
-    from trl.chat_template_utils import add_response_schema, parse_response
+    from trl.chat_template_utils import is_chat_template_prefix_preserving, parse_response, supports_tool_calling
 
     factory = EnvironmentFactory("ToolQA-v0", {**TOOLQA, "expert": True})
     env = factory()
@@ -48,16 +45,18 @@ def test_tools_are_the_env_schema_and_a_call_parsed_by_trl_is_one_env_step(tiny_
             assert rendered["parameters"]["properties"][arg]["type"] == spec["type"]
             assert rendered["parameters"]["properties"][arg]["description"] == spec["description"]
 
-    # the expert's call as a Qwen model writes it, parsed by TRL, then called the way TRL calls tools
-    tokenizer = add_response_schema(qwen_tokenizer(tiny_path))
+    # the expert's call as the env's syntax writes it, parsed by TRL, then called the way TRL calls tools
+    tokenizer = tiny_tokenizer(tiny_path)
+    assert supports_tool_calling(tokenizer) and is_chat_template_prefix_preserving(tokenizer)
     prompt = env.reset(task_id=factory.dataset("train", limit=1)[0]["task_id"])
     assert prompt.startswith("Search, then answer.\n\nQuestion:")  # no system turn in the row: the env's prompt leads
     expert_call = json.loads(env._info["expert_action"][len("<tool_call>"):-len("</tool_call>")])
-    ids = tokenizer(f"<tool_call>\n{json.dumps(expert_call)}\n</tool_call><|im_end|>", add_special_tokens=False)["input_ids"]
+    ids = tokenizer(f"{env._info['expert_action']}<|im_end|>", add_special_tokens=False)["input_ids"]
     prefix = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=True,
                                            add_generation_prompt=True)
     prefix = prefix["input_ids"] if isinstance(prefix, dict) else prefix
     call = parse_response(tokenizer, ids, prefix=prefix)["tool_calls"][0]["function"]
+    assert call == expert_call
     result = getattr(env, call["name"])(**call["arguments"])
     assert result.startswith("[1] (") and "<tool_response>" not in result
     assert env._info["reward_terms"] == {"format": 1.0, "tool": 1.0} and env._turns == 1
@@ -139,7 +138,7 @@ def test_grpo_trainer_trains_the_tiny_model_on_toolqa_through_the_factory(tiny_p
     from trl import GRPOConfig, GRPOTrainer
 
     torch.manual_seed(0)
-    tokenizer = qwen_tokenizer(tiny_path)
+    tokenizer = tiny_tokenizer(tiny_path)
     model = AutoModelForCausalLM.from_pretrained(tiny_path)
     factory = EnvironmentFactory("ToolQA-v0", TOOLQA)
     dataset = factory.dataset("train", limit=8)
@@ -168,3 +167,44 @@ def test_grpo_trainer_trains_the_tiny_model_on_toolqa_through_the_factory(tiny_p
     # and the model trained on rewards that differed within a group
     assert any(h["reward_std"] > 0 for h in logs) and any(h["prs/format"] > 0 for h in logs if "prs/format" in h)
     assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "integrations.md")
+
+
+def _trl_section() -> str:
+    text = open(DOC).read()
+    start = text.index("## TRL: `environment_factory`")
+    return text[start: text.index("\n## ", start + 1)]
+
+
+@pytest.mark.slow
+def test_the_docs_trl_example_runs_as_written_and_lists_the_tools_once(tmp_path, monkeypatch, one_cpu_thread):
+    import re
+
+    example = re.findall(r"```python\n(.*?)```", _trl_section(), re.S)[0]
+    monkeypatch.chdir(tmp_path)  # it writes runs/trl
+    namespace = {"__name__": "__docs__"}
+    exec(compile(example, "docs/integrations.md TRL example", "exec"), namespace)
+    trainer, envs = namespace["trainer"], namespace["envs"]
+    assert trainer.state.global_step == 2
+    assert all("prs/turns" in h for h in trainer.state.log_history if "reward" in h)
+    # the prompt TRL renders for a row: the env's system prompt lists each tool once, and the
+    # template (given TRL's tools=) adds no second list
+    row = envs.dataset("train", limit=1)[0]
+    env = envs()
+    prompt = row["prompt"][:-1] + [{**row["prompt"][-1], "content": env.reset(**row)}]
+    rendered = trainer.processing_class.apply_chat_template(prompt, tools=trainer.tools, tokenize=False,
+                                                            add_generation_prompt=True)
+    for tool in gym.make("ToolQA-v0").unwrapped.tools:
+        assert rendered.count(tool["function"]["description"]) == 1, tool["function"]["name"]
+    assert rendered.count("<|im_start|>system") == 1
+
+
+def test_the_docs_name_where_async_grpo_trainer_is_imported_from():
+    import re
+
+    line = re.search(r"`(from trl\S* import [^`]*AsyncGRPOTrainer[^`]*)`", _trl_section()).group(1)
+    namespace = {}
+    exec(line, namespace)
+    assert namespace["AsyncGRPOTrainer"].__name__ == "AsyncGRPOTrainer"
