@@ -18,16 +18,22 @@ ENV_ID`` runs :func:`make_app` under uvicorn; this module holds the pieces:
 Reset takes ``seed``, ``episode_id`` and the env's reset options (``task_id``, ``split``,
 ``prs_stage``), either at the top level or in ``options``. Each WebSocket session (``/ws``) keeps its
 own env across calls; the HTTP ``/reset`` and ``/step`` routes are OpenEnv's stateless ones (a new
-env per request), so an episode is played over the WebSocket.
+env per request), so an episode is played over the WebSocket. At most ``max_sessions`` engines run
+at once, whichever route made them (:class:`EngineSlots`). Server paths (``info["game_file"]``, a
+game's folder in an error) do not go to clients: :func:`for_clients`. What the server bounds and
+refuses besides (Host and Origin, sizes, idle sessions) is :mod:`agentgym.integrations.serve_limits`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import os
+import re
 import threading
 import time
 import weakref
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import gymnasium as gym
 
@@ -42,6 +48,10 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError('the OpenEnv server needs openenv-core: pip install "agentgym[serve]"') from e
 
 RESET_OPTIONS = ("task_id", "split", "prs_stage")
+SERVER_ONLY_INFO = ("game_file",)  # info keys that name files on the server
+CLOSE_WAIT_S = 30.0  # how long a reset waits for an engine that is being closed to give back its slot
+# An absolute path: "/" not inside a word or after a URL's scheme, then at least two parts.
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~:-])/(?:[^\s/'\"`:;,()\[\]{}<>|]+/)+[^\s/'\"`:;,()\[\]{}<>|]*")
 _CLOSING: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()  # engines being closed right now
 
 
@@ -59,6 +69,68 @@ def jsonable(value: Any) -> Any:
     if hasattr(value, "tolist"):  # numpy scalars and arrays
         return jsonable(value.tolist())
     return str(value)
+
+
+@functools.lru_cache(maxsize=256)
+def _is_local_root(name: str) -> bool:
+    return os.path.isdir(os.path.join(os.sep, name))
+
+
+def _hide_path(match: re.Match) -> str:
+    path = match.group(0)
+    if not _is_local_root(path.split("/", 2)[1]):
+        return path  # not a folder of this machine: text, not a path here
+    return os.path.basename(path.rstrip("/")) or path
+
+
+def for_clients(value: Any) -> Any:
+    """A JSON-safe ``info`` (or text) as the server sends it: without :data:`SERVER_ONLY_INFO` keys,
+    and with every absolute path on this machine cut to its last part (a game file's name, not where
+    it lives on the server)."""
+    if isinstance(value, str):
+        return _ABSOLUTE_PATH.sub(_hide_path, value) if "/" in value else value
+    if isinstance(value, dict):
+        return {k: for_clients(v) for k, v in value.items() if k not in SERVER_ONLY_INFO}
+    if isinstance(value, list):
+        return [for_clients(v) for v in value]
+    return value
+
+
+class AtCapacity(RuntimeError):
+    """No engine slot is free: ``max_sessions`` engines run already."""
+
+
+class EngineSlots:
+    """At most ``limit`` engines at once, over WebSocket sessions and HTTP requests alike. A slot is
+    held from the engine's making until its close has finished; a request that finds none free waits
+    only while engines are being closed (up to :data:`CLOSE_WAIT_S`), else it is refused at once."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.held = 0
+        self.closing = 0
+        self._cond = threading.Condition()
+
+    def acquire(self) -> None:
+        deadline = time.monotonic() + CLOSE_WAIT_S
+        with self._cond:
+            while self.held >= self.limit:
+                left = deadline - time.monotonic()
+                if self.closing == 0 or left <= 0:
+                    raise AtCapacity(f"the server is at capacity: {self.held} of {self.limit} engines run "
+                                     "(--max-sessions); try again later")
+                self._cond.wait(left)
+            self.held += 1
+
+    def start_closing(self) -> None:
+        with self._cond:
+            self.closing += 1
+
+    def release(self, held: bool, was_closing: bool) -> None:
+        with self._cond:
+            self.held -= held
+            self.closing -= was_closing
+            self._cond.notify_all()
 
 
 class AgentGymAction(Action):
@@ -91,21 +163,24 @@ class AgentGymEnvironment(Environment[AgentGymAction, AgentGymObservation, Agent
     """One agentgym env behind OpenEnv's ``reset`` / ``step`` / ``state``, for one session.
 
     The env is made at the first ``reset``, so the stateless HTTP routes that only read ``/state``
-    or ``/metadata`` start no engine. :meth:`release` closes it early (an idle session); a later
+    or ``/metadata`` start no engine. :meth:`release` closes it early (at shutdown); a later
     ``reset`` makes a new one.
     """
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None = None):
+    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None = None,
+                 slots: EngineSlots | None = None):
         super().__init__()
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
+        self.slots = slots
         self._env: gym.Env | None = None
         self._state = AgentGymState(env_id=env_id)
         self._lock = threading.Lock()
         self._released: str | None = None
-        self.last_active = time.monotonic()
+        self._closing = False  # close() was called and this env's slot is about to come back
+        self._flag_lock = threading.Lock()
 
     # ----- OpenEnv's interface ---------------------------------------------------------------
     def reset(self, seed: int | None = None, episode_id: str | None = None,
@@ -120,26 +195,29 @@ class AgentGymEnvironment(Environment[AgentGymAction, AgentGymObservation, Agent
             raise ValueError(f"options must be an object, got {type(options).__name__}")
         options = {**dict(options or {}), **kwargs}
         with self._lock:
-            self.last_active = time.monotonic()
             if self._env is None:
-                self._env = gym.make(self.env_id, **self.env_kwargs)
+                if self.slots is not None:
+                    self.slots.acquire()
+                try:
+                    self._env = gym.make(self.env_id, **self.env_kwargs)
+                except BaseException:
+                    if self.slots is not None:
+                        self.slots.release(True, False)
+                    raise
                 self._released = None
             obs, info = self._env.reset(seed=seed, options=options or None)
-            self._state = AgentGymState(env_id=self.env_id, episode_id=episode_id, step_count=0,
-                                        task_id=info.get("task_id"), group_key=info.get("group_key"))
-            self.last_active = time.monotonic()
+            shown = for_clients({"task_id": info.get("task_id"), "group_key": info.get("group_key")})
+            self._state = AgentGymState(env_id=self.env_id, episode_id=episode_id, step_count=0, **shown)
             return self._observation(obs, None, False, False, info)
 
     def step(self, action: AgentGymAction, timeout_s: float | None = None, **kwargs: Any) -> AgentGymObservation:
         with self._lock:
-            self.last_active = time.monotonic()
             if self._env is None:
                 raise ValueError(self._released or "no episode in this session: call reset() first (the HTTP /step "
                                  "route is stateless; play episodes over the WebSocket at /ws)")
             obs, reward, terminated, truncated, info = self._env.step(action.text)
             self._state.step_count += 1
             self._state.done = bool(terminated or truncated)
-            self.last_active = time.monotonic()
             return self._observation(obs, float(reward), terminated, truncated, info)
 
     @property
@@ -156,25 +234,30 @@ class AgentGymEnvironment(Environment[AgentGymAction, AgentGymObservation, Agent
     def close(self) -> None:
         # OpenEnv calls this on its event loop when a session ends; closing an engine takes a while
         # (a JVM: about 0.4 s), so it happens on a thread of its own and other sessions go on.
+        if self.slots is not None and self._env is not None:
+            with self._flag_lock:  # not self._lock: this runs on the event loop and must not wait
+                if not self._closing:
+                    self._closing = True
+                    self.slots.start_closing()
         closer = threading.Thread(target=self.release, args=(None,), name="agentgym-close", daemon=True)
         _CLOSING.add(closer)
         closer.start()
 
     # ----- sessions ---------------------------------------------------------------------------
-    def release(self, reason: str | None, wait: bool = True) -> bool:
-        """Close the env and its engine now. ``reason``: what a later ``step`` is told (until the
-        next ``reset`` makes a new env). With ``wait=False`` a call in progress is not waited for
-        and nothing is closed (returns False)."""
-        if not self._lock.acquire(blocking=wait):
-            return False
-        try:
+    def release(self, reason: str | None) -> None:
+        """Close the env and its engine now, and give back its slot. ``reason``: what a later
+        ``step`` is told (until the next ``reset`` makes a new env)."""
+        with self._lock:
             env, self._env = self._env, None
             self._released = reason
+        with self._flag_lock:
+            was_closing, self._closing = self._closing, False
+        try:
+            if env is not None:
+                env.close()
         finally:
-            self._lock.release()
-        if env is not None:
-            env.close()
-        return True
+            if self.slots is not None:
+                self.slots.release(env is not None, was_closing)
 
     @property
     def holds_engine(self) -> bool:
@@ -182,25 +265,27 @@ class AgentGymEnvironment(Environment[AgentGymAction, AgentGymObservation, Agent
 
     def _observation(self, obs: str, reward: float | None, terminated: bool, truncated: bool,
                      info: Mapping[str, Any]) -> AgentGymObservation:
-        info = jsonable(info)
-        return AgentGymObservation(text=obs, reward=reward, done=bool(terminated or truncated),
+        info = for_clients(jsonable(info))
+        return AgentGymObservation(text=for_clients(obs), reward=reward, done=bool(terminated or truncated),
                                    terminated=bool(terminated), truncated=bool(truncated), info=info,
                                    reward_components=info.get("reward_components", []), metadata=info)
 
 
 class SessionFactory:
-    """Makes one :class:`AgentGymEnvironment` per session and keeps track of the live ones, so
-    idle sessions can give back their engines (:meth:`release_idle`) and shutdown closes all."""
+    """Makes one :class:`AgentGymEnvironment` per session (and per stateless HTTP request), all
+    drawing engines from one :class:`EngineSlots`, and keeps track of the live ones so that
+    shutdown closes them all."""
 
-    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None = None):
+    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None = None, max_engines: int = 16):
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
+        self.slots = EngineSlots(max_engines)
         self._live: weakref.WeakSet[AgentGymEnvironment] = weakref.WeakSet()
         self._lock = threading.Lock()
         self.__name__ = f"agentgym:{env_id}"  # OpenEnv names the factory in its errors
 
     def __call__(self) -> AgentGymEnvironment:
-        env = AgentGymEnvironment(self.env_id, self.env_kwargs)
+        env = AgentGymEnvironment(self.env_id, self.env_kwargs, self.slots)
         with self._lock:
             self._live.add(env)
         return env
@@ -213,16 +298,6 @@ class SessionFactory:
         """How many sessions hold a made env (an engine) now."""
         return sum(env.holds_engine for env in self.live())
 
-    def release_idle(self, timeout_s: float) -> int:
-        """Close the envs of sessions idle for more than ``timeout_s``; returns how many."""
-        now, released = time.monotonic(), 0
-        for env in self.live():
-            if env.holds_engine and now - env.last_active > timeout_s:
-                reason = (f"this session sat idle for more than {timeout_s:g} s and its env was closed; "
-                          "call reset() to start a new episode")
-                released += env.release(reason, wait=False)
-        return released
-
     def close_all(self) -> None:
         """Close every session's env and wait for the closes already under way."""
         for env in self.live():
@@ -232,35 +307,58 @@ class SessionFactory:
 
 
 def make_app(env_id: str, env_kwargs: Mapping[str, Any] | None = None, max_sessions: int = 16,
-             session_timeout_s: float | None = 600.0):
+             session_timeout_s: float | None = 600.0, max_message_bytes: int | None = None,
+             allowed_hosts: Iterable[str] = (), allowed_origins: Iterable[str] = ()):
     """The FastAPI app that serves ``env_id`` (OpenEnv's routes: ``/ws``, ``/reset``, ``/step``,
     ``/state``, ``/schema``, ``/metadata``, ``/health``). ``app.state.sessions`` is the
-    :class:`SessionFactory`; with ``session_timeout_s``, a daemon thread closes the envs of sessions
-    idle for longer (checked every ``min(30, timeout / 4)`` seconds)."""
+    :class:`SessionFactory`.
+
+    ``max_sessions`` bounds the open WebSocket sessions and the engines running at once (a stateless
+    ``POST /reset`` holds one while it runs; one over the bound is a 503 that says why). A session
+    that waits for its client longer than ``session_timeout_s`` is closed, slot and env included
+    (None: never). ``max_message_bytes`` (default 4 MiB) bounds a request body or WebSocket message;
+    ``allowed_hosts`` and ``allowed_origins`` are the names and web origins accepted besides this
+    machine's own (see :mod:`agentgym.integrations.serve_limits`). Validation errors are short: they
+    do not quote the request back.
+    """
+    from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
+    from starlette.exceptions import HTTPException
+
+    from agentgym.integrations.serve_limits import DEFAULT_MAX_MESSAGE_BYTES, ServeLimits, short_errors
 
     if max_sessions < 1:
         raise ValueError(f"max_sessions must be >= 1, got {max_sessions}")
-    if session_timeout_s is not None and session_timeout_s <= 0:
-        raise ValueError(f"session_timeout_s must be positive or None, got {session_timeout_s}")
-    factory = SessionFactory(env_id, env_kwargs)
+    if session_timeout_s is not None and not (math.isfinite(session_timeout_s) and session_timeout_s > 0):
+        raise ValueError(f"session_timeout_s must be a positive number of seconds or None, got {session_timeout_s}")
+    max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES if max_message_bytes is None else max_message_bytes
+    if max_message_bytes < 1:
+        raise ValueError(f"max_message_bytes must be >= 1, got {max_message_bytes}")
+    factory = SessionFactory(env_id, env_kwargs, max_engines=max_sessions)
     app = create_fastapi_app(factory, AgentGymAction, AgentGymObservation, max_concurrent_envs=max_sessions)
     app.title = f"agentgym {env_id}"
 
     async def bad_request(_request, exc: ValueError):
         return JSONResponse(status_code=400, content={"detail": str(exc)})
 
+    async def at_capacity(_request, exc: AtCapacity):
+        return JSONResponse(status_code=503, content={"detail": str(exc)}, headers={"Retry-After": "5"})
+
+    async def invalid_request(_request, exc: RequestValidationError):
+        return JSONResponse(status_code=422, content={"detail": short_errors(exc.errors())})
+
+    async def http_error(_request, exc: HTTPException):
+        return JSONResponse(status_code=exc.status_code, content={"detail": short_errors(exc.detail)},
+                            headers=exc.headers)
+
     app.add_exception_handler(ValueError, bad_request)
+    app.add_exception_handler(AtCapacity, at_capacity)
+    app.add_exception_handler(RequestValidationError, invalid_request)
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_middleware(ServeLimits, max_sessions=max_sessions, session_timeout_s=session_timeout_s,
+                       max_message_bytes=max_message_bytes, allowed_hosts=tuple(allowed_hosts),
+                       allowed_origins=tuple(allowed_origins))
     app.state.sessions = factory
-    if session_timeout_s is not None:
-        period = min(30.0, session_timeout_s / 4)
-
-        def reap() -> None:
-            while True:
-                time.sleep(period)
-                factory.release_idle(session_timeout_s)
-
-        threading.Thread(target=reap, name="agentgym-session-reaper", daemon=True).start()
     return app
 
 

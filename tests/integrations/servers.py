@@ -20,11 +20,13 @@ def subprocess_env() -> dict:
 
 
 class Server:
-    """``agentgym serve ...`` on a free port; ``url`` once it answers ``/health``."""
+    """``agentgym serve ...`` on a free port; ``url`` once it answers ``/health``. ``stderr``: the
+    lines it has logged so far."""
 
-    def __init__(self, *args: str, start_timeout: float = 120.0):
+    def __init__(self, *args: str, start_timeout: float = 120.0, cwd: str | None = None):
         self.proc = subprocess.Popen([sys.executable, "-m", "agentgym.cli", "serve", *args, "--port", "0"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env())
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env(),
+                                     cwd=cwd)
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=lambda: [lines.put(line) for line in self.proc.stdout], daemon=True).start()
         self.stderr: list[str] = []

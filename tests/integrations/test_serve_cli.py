@@ -19,6 +19,13 @@ def test_serve_without_the_extra_names_the_extra(monkeypatch):
     (["ToolQA-v0", "--env-kwargs", '{"max_turns": 0}'], "cannot make ToolQA-v0 with --env-kwargs"),
     (["ToolQA-v0", "--env-kwargs", '{"no_such_kwarg": 1}'], "cannot make ToolQA-v0 with --env-kwargs"),
     (["ToolQA-v0", "--max-sessions", "0"], "--max-sessions must be >= 1"),
+    (["ToolQA-v0", "--port", "99999"], "--port must be between 0 and 65535"),
+    (["ToolQA-v0", "--port", "-1"], "--port must be between 0 and 65535"),
+    # nan and inf would silently never free an idle session
+    (["ToolQA-v0", "--session-timeout", "nan"], "--session-timeout must be a finite number of seconds >= 0"),
+    (["ToolQA-v0", "--session-timeout", "inf"], "--session-timeout must be a finite number of seconds >= 0"),
+    (["ToolQA-v0", "--session-timeout", "-1"], "--session-timeout must be a finite number of seconds >= 0"),
+    (["ToolQA-v0", "--max-message-bytes", "0"], "--max-message-bytes must be >= 1"),
 ])
 def test_bad_arguments_are_one_line_errors(argv, message):
     pytest.importorskip("openenv")
