@@ -125,7 +125,10 @@ def test_the_sft_run_reuses_the_run_and_layout_groups():
     # trainers/sft.py's flags keep their spelling
     flags = {s.flag for s in settings(SFTRunConfig)}
     assert {"--num-steps", "--layout", "--window", "--max-prompt-tokens", "--seed", "--output-dir"} <= flags
-    assert sft_run.sft.resolved("ToolQA-v0") == sft_run.sft  # sft.py's own defaults, not the env's recipe
+    # sft.py's defaults are the env's recipe: on ToolQA-v0 the main job's cold start, as its recipe says
+    from agentgym.train.coldstart.sft import _recipe
+
+    assert _recipe(sft_run) == _recipe(TrainConfig().cold_start_config())
 
 
 class SeesSampling(Policy):

@@ -546,7 +546,7 @@ DEFAULT_COLD_START = {
 class SFTConfig:
     """Supervised fine-tuning on expert episodes: ``trainers/sft.py``, and the RL trainers' cold
     start (``--cold-start.*``). A setting left None takes the env's recipe (``DEFAULT_COLD_START``),
-    which is what a cold start leaves unset; ``trainers/sft.py`` sets its own defaults."""
+    in both: ``trainers/sft.py`` on its defaults makes the same model as an RL run's cold start."""
 
     num_episodes: int | None = None
     """expert episodes to collect (distinct tasks; RL never trains on a cold start's; None: the env's
@@ -685,18 +685,15 @@ def _base_fields(config: Any, base: type) -> dict[str, Any]:
     return {f.name: getattr(config, f.name) for f in fields(base)}
 
 
-def _sft_defaults() -> SFTConfig:
-    """``trainers/sft.py``'s defaults: the recipe every env but ToolQA-v0 gets as a cold start."""
-    return SFTConfig(**DEFAULT_COLD_START["*"], micro_batch_size=16, log_every=10)
-
-
 @dataclass
 class SFTRunConfig(ConfigTree):
     """A cold-start SFT run (trainers/sft.py)."""
 
     env: Annotated[EnvConfig, Flat] = field(default_factory=EnvConfig)
     model: Annotated[ModelConfig, Flat] = field(default_factory=ModelConfig)
-    sft: Annotated[SFTConfig, Flat] = field(default_factory=_sft_defaults)
+    sft: Annotated[SFTConfig, Flat] = field(default_factory=SFTConfig)
+    """the SFT settings; those left None take the env's recipe, the RL trainers' cold start (so
+    `python trainers/sft.py` on ToolQA-v0 is the main job's cold start)"""
     chat: Annotated[LayoutConfig, Flat] = field(default_factory=LayoutConfig)
     """the token layout, as in the RL trainers"""
     run: Annotated[BaseRunConfig, Flat] = field(default_factory=lambda: BaseRunConfig(output_dir="runs/sft"))
