@@ -120,23 +120,107 @@ def test_a_corrupt_or_truncated_entry_is_a_miss_and_is_rewritten(games, tmp_path
 
 
 def test_an_entry_cannot_bring_code_the_game_file_does_not_hold(games, tmp_path):
-    import zlib
-
     _, files = games
     cache_dir = str(tmp_path / "cache")
     engine, _ = make_engine(expert=False, cache=cache_dir)
     engine.load(files[0])
     first = _seen(engine.reset())
-    (entry,) = _entries(cache_dir)
-    data = zlib.decompress(open(entry, "rb").read())
-    header, rest = data.split(b"\n", 1)
-    evil = header.replace(b'["E","r.name"]', b'["E","__import__(\'os\').environ.setdefault(\'AGENTGYM_RAN\',\'1\')"]')
-    assert evil != header
-    with open(entry, "wb") as f:
-        f.write(zlib.compress(evil + b"\n" + rest))
+    # an entry this user's own cache wrote and verifies, holding an expression the game does not
+    data = json.load(open(files[0]))
+    cache = TranslationCache(cache_dir)
+    translation = cache.get(data)
+    text = json.dumps(translation)
+    evil = text.replace('["E", "r.name"]', '["E", "__import__(\'os\').environ.setdefault(\'AGENTGYM_RAN\', \'1\')"]')
+    assert evil != text
+    assert cache.put(data, json.loads(evil))
     engine.load(files[0])
     assert _seen(engine.reset()) == first
     assert engine.unwrapped.cache.rejected == 1 and "AGENTGYM_RAN" not in os.environ
+    engine.close()
+
+
+def _sas_goal_already_met(sas: str) -> str:
+    """The SAS text with its goal replaced by facts of the initial state: a game won before play."""
+    lines = sas.split("\n")
+    start = lines[lines.index("begin_state") + 1:lines.index("end_state")]
+    goal = lines.index("begin_goal")
+    for k in range(goal + 2, goal + 2 + int(lines[goal + 1])):
+        var = int(lines[k].split()[0])
+        lines[k] = f"{var} {start[var]}"
+    return "\n".join(lines)
+
+
+def _sas_bad_variable_count(sas: str) -> str:
+    """The SAS text declaring 999,999,999 variables: fast-downward's reader aborts the process."""
+    lines = sas.split("\n")
+    lines[lines.index("begin_variable") - 1] = "999999999"
+    return "\n".join(lines)
+
+
+PLAY_LOOK = """
+import json, sys
+from agentgym.envs.alfworld.engine import make_engine
+engine, _ = make_engine(expert=False, cache=sys.argv[1])
+engine.load(sys.argv[2])
+state = engine.reset()
+won_at_reset = bool(state["won"])
+state = engine.step("look")[0]
+print(json.dumps({"won": won_at_reset or bool(state["won"]), "feedback": state.feedback,
+                  "admissible": list(state["admissible_commands"]), "rejected": engine.unwrapped.cache.rejected}))
+"""
+
+
+@pytest.mark.parametrize("damage", [_sas_goal_already_met, _sas_bad_variable_count], ids=["poisoned-goal", "abort"])
+def test_an_entry_made_elsewhere_is_not_trusted_and_cannot_end_the_process(games, tmp_path, damage):
+    import shutil
+    import subprocess
+
+    from agentgym.envs.alfworld.translation import translate
+
+    _, files = games
+    data = json.load(open(files[0]))
+    cache_dir = str(tmp_path / "cache")
+    engine, _ = make_engine(expert=False, cache=cache_dir)
+    engine.load(files[0])
+    engine.reset()
+    state = engine.step("look")[0]
+    honest = {"won": False, "feedback": state.feedback, "admissible": list(state["admissible_commands"])}
+    engine.close()
+    (entry,) = _entries(cache_dir)
+    # a whole, self-consistent entry for the same game, made by another cache (another machine, user
+    # or a download), with its goal or its SAS text altered, copied over this user's entry
+    bad = translate(data)
+    bad["task"]["sas"] = damage(bad["task"]["sas"])
+    assert bad["task"]["sas"] != translate(data)["task"]["sas"]
+    assert TranslationCache(str(tmp_path / "elsewhere")).put(data, bad)
+    (foreign,) = _entries(str(tmp_path / "elsewhere"))
+    shutil.copyfile(foreign, entry)
+    out = subprocess.run([sys.executable, "-c", PLAY_LOOK, cache_dir, files[0]], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    played = json.loads(out.stdout.strip().splitlines()[-1])
+    rejected = played.pop("rejected")
+    assert played == honest  # the right game, translated again: not won after a look
+    assert rejected == 1
+    assert open(entry, "rb").read() != open(foreign, "rb").read()  # and rewritten
+
+
+def test_a_secret_others_can_read_means_no_cache_and_the_game_still_plays(games, tmp_path):
+    _, files = games
+    cache_dir = tmp_path / "cache"
+    engine, _ = make_engine(expert=False, cache=str(cache_dir))
+    engine.load(files[0])
+    first = _seen(engine.reset())
+    engine.close()
+    (secret,) = cache_dir.glob(".secret-*")
+    assert secret.stat().st_mode & 0o777 == 0o600
+    secret.chmod(0o644)
+    engine, _ = make_engine(expert=False, cache=str(cache_dir))
+    engine.load(files[0])
+    assert _seen(engine.reset()) == first
+    assert engine.unwrapped.cache.hits == 0 and engine.unwrapped.cache.secret() is None
+    engine.load(files[1])
+    assert engine.reset()["admissible_commands"] and len(_entries(str(cache_dir))) == 1  # nothing new kept
     engine.close()
 
 
