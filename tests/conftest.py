@@ -1,11 +1,28 @@
 """Fixtures shared across the test tree."""
 
+import atexit
 import json
+import os
+import shutil
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
+# The Hugging Face libraries' caches (hub downloads, `datasets` builds of local folders, modules) go
+# to a folder of this test session, removed at its end: no test reads what the user or an earlier run
+# cached, nor writes into the user's caches. Set here, at import, because those libraries read
+# these variables when they are first imported (test modules import them at collection).
+# AGENTGYM_CACHE is left alone: it holds the generated ALFWorld games the suite shares, and the
+# tests of what goes into it point it at their own tmp_path.
+_HF_CACHES = tempfile.mkdtemp(prefix="agentgym-tests-hf-")
+atexit.register(shutil.rmtree, _HF_CACHES, True)
+for _name, _sub in {"HF_HOME": "", "HF_DATASETS_CACHE": "datasets", "HF_HUB_CACHE": "hub",
+                    "HUGGINGFACE_HUB_CACHE": "hub", "HF_MODULES_CACHE": "modules", "HF_ASSETS_CACHE": "assets",
+                    "HF_XET_CACHE": "xet"}.items():
+    os.environ[_name] = os.path.join(_HF_CACHES, _sub)
 
 
 @pytest.fixture(scope="session")

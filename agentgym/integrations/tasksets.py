@@ -1,45 +1,50 @@
-"""Task sets as Hugging Face datasets: a split's tasks, pinned, so an evaluation can be repeated.
+"""Task sets as Hugging Face datasets: an env's splits' tasks, pinned, so an evaluation can be repeated.
 
-    agentgym export-tasks ToolQA-v0 --split test --out tasks/toolqa-test
-    agentgym leaderboard --agents expert --envs ToolQA-v0 --split test --tasks tasks/toolqa-test --out runs/b
+    agentgym export-tasks ToolQA-v0 --split test --out tasks/toolqa
+    agentgym export-tasks ToolQA-v0 --split valid --out tasks/toolqa      # a second split, same set
+    agentgym leaderboard --agents expert --envs ToolQA-v0 --split test --tasks tasks/toolqa --out runs/b
 
 ``export-tasks`` writes, in the layout the Hugging Face Hub reads (``pip install "agentgym[datasets]"``):
 
-- ``data/<split>-00000-of-00001.parquet``: one row per task: ``task_id``, ``task_type``, ``split``
-  and ``options`` (the reset options that start exactly that task, as JSON);
-- ``environment.yaml``: the env id and keyword arguments, the split, the task count and list hash,
-  the agentgym and engine versions it was made with, and how to run it;
-- ``README.md``: a dataset card whose header tells ``datasets.load_dataset`` where the parquet is.
+- ``data/<split>-<digest>.parquet``, one per split: one row per task: ``task_id``, ``task_type``,
+  ``split`` (as named at export), ``instruction`` (the task in words) and ``options`` (the reset
+  options that start exactly that task, as JSON). ``<digest>`` is the file's SHA-256, so a folder
+  whose tasks change gets a new Hugging Face ``datasets`` cache entry (that cache keys a local
+  folder on its name and its card's file names, not on what the files hold);
+- ``environment.yaml``: the env id and keyword arguments, each split's file, task count, list hash
+  and agentgym version, the versions it was made with, and how to run it;
+- ``README.md``: a dataset card (:mod:`agentgym.integrations.task_card`) whose header lists each
+  split's parquet for ``datasets.load_dataset``, with license, tags and what each column is.
+
+It writes only into a new or empty folder or an existing set of the same env and keyword
+arguments: a second split is added beside the first, the same split again replaces it.
 
 Upload the folder as a dataset repo and pin it by revision (``huggingface_hub.snapshot_download(
 repo, repo_type="dataset", revision=COMMIT)`` gives the folder back). :func:`load_tasks` reads a
-folder; ``gym.make(ENV_ID, tasks=DIR)`` (or :meth:`TaskSet.make`) makes the env with the set's
-keyword arguments under the caller's and plays exactly those tasks (:mod:`agentgym.envs.task_sets`);
-the leaderboard's ``--tasks DIR`` plays every task of the set.
+folder (every split, or ``split=``); ``gym.make(ENV_ID, tasks=DIR)`` (or :meth:`TaskSet.make`)
+makes the env with the set's keyword arguments under the caller's and plays exactly those tasks
+(:mod:`agentgym.envs.task_sets`); the leaderboard's ``--tasks DIR`` plays every task of its split.
+Reading is safe whatever the folder holds: sizes are checked before reading, YAML anchors and
+aliases are refused, and every refusal is one ``ValueError`` line.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import re
 import sys
-import warnings
-from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import gymnasium as gym
 
+from agentgym.integrations.task_set_reading import (FORMAT, SPEC_FILE, TaskSet, check_split_name, is_task_set,
+                                                    load_tasks, one_line, short_repr)
 from agentgym.leaderboard.tasks import TaskRef
 
-SPEC_FILE = "environment.yaml"
-FORMAT = 1
-"""The layout of the folder, written as ``task_set_format``; raised when the layout changes, so an
-older agentgym refuses a set it would misread. A set without the field is format 1."""
-
-
-def is_task_set(path: str) -> bool:
-    return os.path.isfile(os.path.join(str(path), SPEC_FILE))
+__all__ = ["FORMAT", "SPEC_FILE", "TaskSet", "describe_tasks", "export_tasks", "is_task_set", "load_tasks", "main"]
 
 
 def _yaml_value(value: Any) -> str:
@@ -47,135 +52,219 @@ def _yaml_value(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+# ----- writing ------------------------------------------------------------------------------
 def export_tasks(env_id: str, split: str, out: str, env_kwargs: Mapping[str, Any] | None = None,
                  select: Sequence[str] | None = None, limit: int | None = None) -> "TaskSet":
     """Write the tasks of ``env_id`` on ``split`` (filtered by ``select`` globs, the first ``limit``)
-    to ``out`` as a dataset; returns the :class:`TaskSet` written."""
-    from datasets import Dataset
-
-    import agentgym  # noqa: F401  registers the envs
-    from agentgym.leaderboard.stamps import code_stamps, task_list_hash
+    into the set at ``out`` (a new or empty folder, or a set of the same env and kwargs, whose
+    other splits are kept); returns the split written, as a :class:`TaskSet`."""
+    from agentgym.leaderboard.stamps import code_stamps
     from agentgym.leaderboard.tasks import enumerate_tasks
 
+    out = os.fspath(out)
     env_kwargs = dict(env_kwargs or {})
     if env_kwargs.get("tasks") is not None:
         raise ValueError("env kwargs of an export may not hold tasks=: export the env's own split, not another set")
+    check_split_name(split)
+    kept = _splits_already_there(out, env_id, env_kwargs)
     tasks = enumerate_tasks(env_id, split, env_kwargs, select, limit)
-    canonical = tasks[0].options.get("split", split)
-    rows = {"task_id": [t.task_id for t in tasks], "task_type": [t.task_type for t in tasks],
-            "split": [canonical] * len(tasks), "options": [json.dumps(t.options, sort_keys=True) for t in tasks]}
-    data_dir = os.path.join(out, "data")
-    os.makedirs(data_dir, exist_ok=True)
-    Dataset.from_dict(rows).to_parquet(os.path.join(data_dir, f"{canonical}-00000-of-00001.parquet"))
     stamps = code_stamps()
-    spec = {"task_set_format": FORMAT, "env_id": env_id, "env_kwargs": env_kwargs, "split": canonical,
-            "num_tasks": len(tasks), "task_list_hash": task_list_hash(t.task_id for t in tasks),
-            "agentgym_version": stamps["agentgym_version"], "git_commit": stamps["git_commit"],
-            "engines": stamps["engines"]}
-    run = {"python": f'import agentgym, gymnasium as gym; env = gym.make("{env_id}", tasks="{out}")',
-           "leaderboard": f"agentgym leaderboard --agents expert --envs {env_id} --split {canonical} "
-                          f"--tasks {out} --out runs/board"}
-    with open(os.path.join(out, SPEC_FILE), "w", encoding="utf-8") as f:
-        f.write(f"# agentgym task set: {len(tasks)} tasks of {env_id}, split {canonical}\n")
-        for key, value in spec.items():
-            f.write(f"{key}: {_yaml_value(value)}\n")
-        f.write("run:\n" + "".join(f"  {k}: {_yaml_value(v)}\n" for k, v in run.items()))
-    with open(os.path.join(out, "README.md"), "w", encoding="utf-8") as f:
-        f.write(f"---\nconfigs:\n- config_name: default\n  data_files:\n  - split: {canonical}\n"
-                f"    path: data/{canonical}-*.parquet\n---\n\n# {env_id} tasks, split {canonical}\n\n"
-                f"{len(tasks)} tasks of the agentgym env `{env_id}` (keyword arguments "
-                f"`{json.dumps(env_kwargs)}`), made with agentgym {stamps['agentgym_version']}. "
-                f"`{SPEC_FILE}` says how to run them; pin this dataset by revision to repeat an evaluation.\n")
-    return load_tasks(out)
+    # every row first, so that a task the env cannot describe leaves the folder as it was
+    records: dict[str, Any] = {}
+    for name, (record, refs, made_by) in {**kept, split: (None, tasks, stamps)}.items():
+        if name == split:
+            records[name] = _split_rows(env_id, env_kwargs, name, tasks, stamps)
+        elif record is None:  # a split of format 1, written before rows held the task in words
+            records[name] = _split_rows(env_id, env_kwargs, name, refs, made_by)
+        else:
+            records[name] = record
+    os.makedirs(os.path.join(out, "data"), exist_ok=True)
+    records = {name: _write_split(out, name, *r) if isinstance(r, tuple) else r for name, r in records.items()}
+    from agentgym.integrations.task_card import card_text
+
+    _write_file(os.path.join(out, "README.md"), card_text(env_id, env_kwargs, records, stamps["agentgym_version"]))
+    _write_file(os.path.join(out, SPEC_FILE), _spec_text(out, env_id, env_kwargs, records, stamps))
+    listed = {os.path.normpath(r["file"]) for r in records.values()}
+    for name in os.listdir(os.path.join(out, "data")):  # a replaced split's file, or a format-1 set's
+        if name.endswith(".parquet") and os.path.join("data", name) not in listed:
+            os.remove(os.path.join(out, "data", name))
+    return load_tasks(out, split=split)
 
 
-@dataclass
-class TaskSet:
-    """The tasks of one env split, read back from a folder :func:`export_tasks` wrote."""
-
-    env_id: str
-    env_kwargs: dict[str, Any]
-    split: str
-    tasks: list[TaskRef]
-    spec: dict[str, Any] = field(default_factory=dict)
-    path: str | None = None
-    """The folder it was read from (None for a set made in code)."""
-
-    @property
-    def task_ids(self) -> list[str]:
-        return [t.task_id for t in self.tasks]
-
-    @property
-    def where(self) -> str:
-        """The folder, for messages."""
-        return self.path if self.path is not None else f"(a {self.env_id} set in memory)"
-
-    def make(self, **overrides: Any) -> gym.Env:
-        """``gym.make(env_id, tasks=this set, **overrides)``: the set's env, its kwargs under
-        ``overrides``; a reset without a ``task_id`` starts one of these tasks (drawn with the seed)."""
-        import agentgym  # noqa: F401  registers the envs
-
-        return gym.make(self.env_id, **{**overrides, "tasks": self})
-
-    def refs_for(self, env_id: str, split: str) -> list[TaskRef]:
-        """The tasks, for a board that plays ``env_id`` on ``split``: the set must be of both."""
-        if env_id != self.env_id:
-            raise ValueError(f"the task set holds {self.env_id} tasks, not {env_id} ones")
-        if split != self.split and self.tasks[0].options.get("split") != split:
-            raise ValueError(f"the task set holds split {self.split!r}, not {split!r}")
-        return list(self.tasks)
-
-
-def load_tasks(path: str) -> TaskSet:
-    """Read a task set folder (``environment.yaml`` and the parquet beside it)."""
-    import glob
-
-    import pyarrow.parquet as pq  # what datasets reads parquet with, without its cache or progress bars
-    import yaml
-
-    from agentgym import __version__
-
-    spec_path = os.path.join(str(path), SPEC_FILE)
-    if not os.path.isfile(spec_path):
-        raise ValueError(f"{path} is not a task set: it has no {SPEC_FILE} (write one with agentgym export-tasks)")
+def _splits_already_there(out: str, env_id: str, env_kwargs: dict) -> dict[str, tuple[dict | None, list, dict]]:
+    """The splits of the set at ``out`` to keep beside a new one: name -> (its record, or None for a
+    format-1 split whose file is written again; its tasks; the agentgym that made it). A folder
+    that is not a set must be empty; a set must be of ``env_id`` and ``env_kwargs``."""
+    if not os.path.exists(out):
+        return {}
+    if not os.path.isdir(out):
+        raise ValueError(f"--out {out} is not a folder: name a new or empty folder, or a task set's")
+    if not is_task_set(out):
+        if os.listdir(out):
+            raise ValueError(f"{out} is not empty and is not a task set (it has no {SPEC_FILE}): "
+                             "export into a new or empty folder")
+        return {}
     try:
-        with open(spec_path, encoding="utf-8") as f:
-            spec = yaml.safe_load(f)
-    except yaml.YAMLError as e:
-        raise ValueError(f"{spec_path} is not valid YAML: {' '.join(str(e).split())}") from None
-    if not isinstance(spec, dict):
-        raise ValueError(f"{spec_path} is not a task set's {SPEC_FILE}: it holds no keys")
-    made_with = spec.get("agentgym_version")
-    form = spec.get("task_set_format", 1)
-    if isinstance(form, bool) or not isinstance(form, int) or not 1 <= form <= FORMAT:
-        raise ValueError(f"the task set at {path} has task_set_format {form!r} (made by agentgym {made_with}); "
-                         f"agentgym {__version__} reads formats 1 to {FORMAT}: install the agentgym that made it")
-    missing = {"env_id", "env_kwargs", "split", "task_list_hash"} - set(spec)
-    if missing:
-        raise ValueError(f"{spec_path} lacks {sorted(missing)}")
-    if not isinstance(spec["env_kwargs"], dict) or "tasks" in spec["env_kwargs"]:
-        raise ValueError(f"env_kwargs in {spec_path} must be a mapping without tasks=, got {spec['env_kwargs']!r}")
-    files = sorted(glob.glob(os.path.join(glob.escape(str(path)), "data", "*.parquet")))
-    if not files:
-        raise ValueError(f"the task set at {path} has no parquet under data/ (export it again)")
-    rows = [row for name in files for row in pq.read_table(name).to_pylist()]
-    tasks = [TaskRef(r["task_id"], r["task_type"], json.loads(r["options"])) for r in rows]
+        old = load_tasks(out)
+    except ValueError as e:
+        raise ValueError(f"{out} holds a task set that does not load ({e}); export into another folder, "
+                         "or remove that one first") from None
+    if old.env_id != env_id:
+        raise ValueError(f"{out} holds {old.env_id} tasks; a set holds one env's tasks: export {env_id} into "
+                         "another folder")
+    if _yaml_value(old.env_kwargs) != _yaml_value(env_kwargs):
+        raise ValueError(f"{out} holds {old.env_id} tasks made with env kwargs {json.dumps(old.env_kwargs)[:300]}, "
+                         f"not {json.dumps(env_kwargs)[:300]}: a set holds tasks of one env made one way; export "
+                         "with its kwargs, or into another folder")
+    records = old.spec.get("splits")
+    made_by = {"agentgym_version": old.spec.get("agentgym_version"), "git_commit": old.spec.get("git_commit")}
+    return {name: (records[name] if isinstance(records, dict) else None, refs, made_by)
+            for name, refs in old.splits.items()}
+
+
+def _write_file(path: str, text: str | bytes) -> None:
+    """Write whole or not at all: a reader never sees half a file."""
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(text.encode("utf-8") if isinstance(text, str) else text)
+    os.replace(tmp, path)
+
+
+def _split_rows(env_id: str, env_kwargs: dict, split: str, tasks: list[TaskRef],
+                stamps: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """One split's rows (a pyarrow table) and its record for ``environment.yaml``, less its file."""
+    import pyarrow as pa
+
     from agentgym.leaderboard.stamps import task_list_hash
 
-    if task_list_hash(t.task_id for t in tasks) != spec["task_list_hash"]:
-        raise ValueError(f"the tasks under {path}/data do not match the task_list_hash of its {SPEC_FILE}")
-    if made_with != __version__:
-        warnings.warn(f"the task set at {path} was made with agentgym {made_with}, this is {__version__}",
-                      stacklevel=2)
-    return TaskSet(spec["env_id"], dict(spec["env_kwargs"]), spec["split"], tasks, spec, str(path))
+    texts, license_id = describe_tasks(env_id, env_kwargs, tasks)
+    table = pa.table({"task_id": [t.task_id for t in tasks], "task_type": [t.task_type for t in tasks],
+                      "split": [split] * len(tasks), "instruction": texts,
+                      "options": [json.dumps(t.options, sort_keys=True) for t in tasks]})
+    return table, {"num_tasks": len(tasks), "task_list_hash": task_list_hash(t.task_id for t in tasks),
+                   "license": license_id, "agentgym_version": stamps.get("agentgym_version"),
+                   "git_commit": stamps.get("git_commit")}
 
 
+def _write_split(out: str, split: str, table: Any, record: dict[str, Any]) -> dict[str, Any]:
+    """The split's parquet, named by its content; returns its record with the file."""
+    import pyarrow.parquet as pq
+
+    tmp = os.path.join(out, "data", f".{split}.parquet.tmp")
+    pq.write_table(table, tmp)
+    digest = hashlib.sha256()
+    with open(tmp, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    name = f"data/{split}-{digest.hexdigest()[:16]}.parquet"
+    os.replace(tmp, os.path.join(out, name))
+    return {"file": name, **record}
+
+
+def _spec_text(out: str, env_id: str, env_kwargs: dict, records: dict[str, dict], stamps: Mapping[str, Any]) -> str:
+    first = next(iter(records))
+    spec: dict[str, Any] = {"task_set_format": 1 if len(records) == 1 else 2, "env_id": env_id,
+                            "env_kwargs": env_kwargs, "splits": records}
+    if len(records) == 1:  # what a format-1 reader looks for
+        spec.update(split=first, num_tasks=records[first]["num_tasks"], task_list_hash=records[first]["task_list_hash"])
+    spec.update(agentgym_version=stamps["agentgym_version"], git_commit=stamps["git_commit"], engines=stamps["engines"])
+    run = {"python": f'import agentgym, gymnasium as gym; env = gym.make("{env_id}", tasks="{out}")',
+           "python_one_split": f'from agentgym.integrations.tasksets import load_tasks; '
+                               f'env = load_tasks("{out}", split="{first}").make()',
+           "leaderboard": f"agentgym leaderboard --agents expert --envs {env_id} --split {first} "
+                          f"--tasks {out} --out runs/board"}
+    counts = ", ".join(f"{name} ({r['num_tasks']} tasks)" for name, r in records.items())
+    return (f"# agentgym task set: {env_id}, splits {counts}\n"
+            + "".join(f"{key}: {_yaml_value(value)}\n" for key, value in spec.items())
+            + "run:\n" + "".join(f"  {k}: {_yaml_value(v)}\n" for k, v in run.items()))
+
+
+def describe_tasks(env_id: str, env_kwargs: Mapping[str, Any], tasks: Sequence[TaskRef]) -> tuple[list[str], str]:
+    """Each task in words, and the license of the data they come from (a Hub license id).
+
+    ToolQA: the question; ALFWorld: the goal; both as ``info["instruction"]`` at reset.
+    ScienceWorld: the task's title and variation (the engine words a variation only once it is
+    loaded, which takes a JVM)."""
+    from agentgym.leaderboard.tasks import family
+
+    kind = family(env_id)
+    if kind == "scienceworld":
+        from agentgym.envs.scienceworld.tasks import TASKS
+
+        titles = {name: (number, title) for name, number, title in TASKS}
+        texts = []
+        for t in tasks:
+            name, _, variation = t.task_id.partition("/")
+            number, title = titles.get(name, ("?", name))
+            texts.append(f"{title} (ScienceWorld task {number}, variation {variation})")
+        return texts, "apache-2.0"
+    env = gym.make(env_id, **{**env_kwargs, "expert": False})
+    try:
+        inner = env.unwrapped
+        by_split: dict[str, dict[str, str]] = {}
+        generated = True
+        for split in dict.fromkeys(str(t.options.get("split", "")) for t in tasks):
+            if kind == "toolqa":
+                by_split[split] = {q.id: q.question for q in inner.data.questions(split)}
+            else:
+                games = {g.task_id: g.path for g in inner.games_in(split)}
+                wanted = {t.task_id for t in tasks if str(t.options.get("split", "")) == split}
+                by_split[split] = {i: _alfworld_goal(games[i]) for i in wanted if i in games}
+                generated = generated and all(_alfworld_generated(games[i]) for i in wanted if i in games)
+    finally:
+        env.close()
+    texts = []
+    for t in tasks:
+        text = by_split[str(t.options.get("split", ""))].get(t.task_id)
+        if text is None:
+            raise ValueError(f"{env_id} has no task {short_repr(t.task_id)} on split "
+                             f"{short_repr(t.options.get('split'))} "
+                             "with these kwargs: export the split again into a new folder")
+        texts.append(text)
+    if kind == "toolqa":
+        return texts, "other" if env_kwargs.get("dataset") is not None else "apache-2.0"
+    return texts, "apache-2.0" if generated else "mit"
+
+
+_GOAL = re.compile(r'Your task is to: ((?:[^"\\]|\\.)*)"')
+
+
+def _alfworld_goal(game_file: str) -> str:
+    """An ALFWorld game's goal, as the env's ``info["instruction"]`` gives it: the grammar's task
+    line (the sentence the game states at its start), else the task description of ``traj_data.json``."""
+    try:
+        with open(game_file, encoding="utf-8") as f:
+            game = json.load(f)
+    except (OSError, ValueError):  # the env says what is wrong with the game when it plays it
+        game = None
+    grammar = game.get("grammar") if isinstance(game, dict) else None
+    match = _GOAL.search(grammar if isinstance(grammar, str) else json.dumps(grammar))
+    if match:  # the env cuts one final period, as here
+        return re.sub(r"\.?\s*$", "", json.loads(f'"{match.group(1)}"'), count=1)
+    try:
+        with open(os.path.join(os.path.dirname(game_file), "traj_data.json"), encoding="utf-8") as f:
+            return str(json.load(f)["turk_annotations"]["anns"][0]["task_desc"]).rstrip(".")
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return ""
+
+
+def _alfworld_generated(game_file: str) -> bool:
+    """Whether agentgym's generator made the game (else it is ALFWorld's own data)."""
+    try:
+        with open(os.path.join(os.path.dirname(game_file), "traj_data.json"), encoding="utf-8") as f:
+            return (json.load(f).get("generator") or {}).get("name") == "agentgym"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+# ----- the command --------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agentgym export-tasks", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("env_id", help="registered env id (`agentgym list`)")
-    parser.add_argument("--split", required=True, help="the split (or level) whose tasks to write")
-    parser.add_argument("--out", required=True, help="folder to write the dataset into")
+    parser.add_argument("--split", required=True, help="the split (or level) whose tasks to write; the set names it so")
+    parser.add_argument("--out", required=True, help="a new or empty folder, or a task set of the same env and "
+                                                     "kwargs (the split is added to it, or replaces its namesake)")
     parser.add_argument("--env-kwargs", default="{}", metavar="JSON", help="keyword arguments of gym.make")
     parser.add_argument("--tasks", nargs="+", default=None, help="keep tasks whose id or type matches a glob")
     parser.add_argument("--limit", type=int, default=None, help="keep the first n tasks (balanced over types)")
@@ -183,14 +272,25 @@ def main(argv: list[str] | None = None) -> int:
     from agentgym.extras import require_for_script
     from agentgym.integrations.serve import check_env, env_kwargs_from_json
 
-    require_for_script(["datasets", "yaml"], "datasets", "agentgym export-tasks")
+    require_for_script(["pyarrow", "yaml"], "datasets", "agentgym export-tasks")
+    import pyarrow as pa
+
     kwargs = env_kwargs_from_json(args.env_kwargs)
+    try:
+        check_split_name(args.split)
+    except ValueError as e:
+        raise SystemExit(f"--split: {e}") from None
     check_env(args.env_id, kwargs)
     try:
         written = export_tasks(args.env_id, args.split, args.out, kwargs, args.tasks, args.limit)
+        whole = load_tasks(args.out)
     except ValueError as e:
         raise SystemExit(str(e)) from None
-    print(f"wrote {len(written.tasks)} tasks of {args.env_id} ({written.split}) to {args.out}")
+    except (OSError, pa.ArrowException) as e:
+        raise SystemExit(f"cannot write the task set to {args.out}: {getattr(e, 'strerror', None) or one_line(e)}") \
+            from None
+    counts = ", ".join(f"{name} ({len(refs)} tasks)" for name, refs in whole.splits.items())
+    print(f"wrote {len(written.tasks)} tasks of {args.env_id} ({written.split}) to {args.out}; the set holds {counts}")
     return 0
 
 

@@ -129,8 +129,8 @@ def test_what_is_not_a_set_of_this_env_is_refused_in_one_line(toolqa_set, tmp_pa
     assert "holds ScienceWorld-v0 tasks, not ScienceWorld-Boil-v0 ones" in refused("ScienceWorld-Boil-v0", boil)
     assert gym.make("ScienceWorld-v0", tasks=boil).unwrapped.task_set.task_ids == ["boil/14", "boil/15"]
 
-    newer = write_set(str(tmp_path / "newer"), "ToolQA-v0", ["single-person-0001-birth_year"], task_set_format=2)
-    assert "has task_set_format 2 (made by agentgym 0.0.1); agentgym 0.1.0 reads formats 1 to 1" in refused(
+    newer = write_set(str(tmp_path / "newer"), "ToolQA-v0", ["single-person-0001-birth_year"], task_set_format=3)
+    assert "has task_set_format 3 (made by agentgym 0.0.1); agentgym 0.1.0 reads formats 1 to 2" in refused(
         "ToolQA-v0", newer)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the version differs: a warning, then the tasks are checked
