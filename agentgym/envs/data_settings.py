@@ -66,7 +66,7 @@ class DataSettingError(ValueError):
     """Env settings read from data asked for a key that only the user may set."""
 
     def __init__(self, source: str, key: str, why: str):
-        self.source, self.key = source, key
+        self.source, self.key, self.why = source, key, why
         super().__init__(f"{source} sets env setting {key!r}, which settings read from data may not carry ({why}); "
                          "pass it with your own --env-kwargs or gym.make() arguments if you mean it")
 

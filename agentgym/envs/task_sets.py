@@ -34,20 +34,24 @@ if TYPE_CHECKING:
     from agentgym.integrations.tasksets import TaskSet
 
 
-def load_task_set(tasks: Any) -> "TaskSet":
-    """``tasks`` as a loaded task set: a folder ``agentgym export-tasks`` wrote, or a ``TaskSet``."""
+def load_task_set(tasks: Any, split: Any = None) -> "TaskSet":
+    """``tasks`` as a loaded task set: a folder ``agentgym export-tasks`` wrote, or a ``TaskSet``.
+    A set of several splits is narrowed to ``split`` (the env's ``split=``) when it holds a split of
+    that name."""
     from agentgym.extras import require
 
     if isinstance(tasks, (str, os.PathLike)):
         require(["pyarrow", "yaml"], "datasets", "tasks= (a task set folder)")
         from agentgym.integrations.tasksets import load_tasks
 
-        return load_tasks(os.fspath(tasks))
+        tasks = load_tasks(os.fspath(tasks))
     from agentgym.integrations.tasksets import TaskSet
 
-    if isinstance(tasks, TaskSet):
-        return tasks
-    raise ValueError(f"tasks must be a task set folder (from agentgym export-tasks) or a TaskSet, got {tasks!r}")
+    if not isinstance(tasks, TaskSet):
+        raise ValueError(f"tasks must be a task set folder (from agentgym export-tasks) or a TaskSet, got {tasks!r}")
+    if isinstance(split, str) and len(tasks.splits) > 1 and split in tasks.splits:
+        return TaskSet(tasks.env_id, tasks.env_kwargs, split, list(tasks.splits[split]), tasks.spec, tasks.path)
+    return tasks
 
 
 def env_class_of(task_set: "TaskSet") -> type:
@@ -70,7 +74,7 @@ class TakesTaskSet(type):
     def __call__(cls, *args: Any, **kwargs: Any):
         if kwargs.get("tasks") is None:
             return super().__call__(*args, **kwargs)
-        task_set = load_task_set(kwargs["tasks"])
+        task_set = load_task_set(kwargs["tasks"], kwargs.get("split"))
         set_class = env_class_of(task_set)
         if not (isinstance(set_class, type) and issubclass(cls, set_class)):
             raise ValueError(f"the task set at {task_set.where} holds {task_set.env_id} tasks, which {cls.__name__} "
@@ -139,17 +143,33 @@ class TaskDraws:
         if not task_set.tasks:
             raise ValueError(f"the task set at {task_set.where} holds no tasks")
         self.task_set = task_set
-        self._by_id = {t.task_id: t for t in task_set.tasks}
+        # a task id is unique within a split, not across them (ALFWorld's trials)
+        self._by_id: dict[str, list[tuple[str, Any]]] = {}
+        for name, refs in task_set.splits.items():
+            for t in refs:
+                self._by_id.setdefault(t.task_id, []).append((name, t))
         self._draws = np.random.default_rng()
+
+    def _task(self, task_id: str, split: Any) -> Any:
+        """The set's task ``task_id``; of split ``split`` (the set's name or the env's) when the id is
+        in several of the set's splits."""
+        found = self._by_id.get(task_id, [])
+        if len(found) > 1:
+            found = [(name, t) for name, t in found if split is not None and split in (name, t.options.get("split"))]
+            if len(found) != 1:
+                names = ", ".join(name for name, _ in self._by_id[task_id])
+                raise ValueError(f"task {task_id!r} is in splits {names} of the task set at {self.task_set.where}: "
+                                 f"reset with options={{'task_id': {task_id!r}, 'split': NAME}}")
+        if not found:
+            raise ValueError(f"task {task_id!r} is not in the task set at {self.task_set.where}")
+        return found[0][1]
 
     def options(self, seed: int | None, options: dict[str, Any]) -> dict[str, Any]:
         """The reset options that start the chosen task, with the caller's ``options`` on top."""
         if seed is not None:
             self._draws = np.random.default_rng(seed)
         if "task_id" in options:
-            task = self._by_id.get(str(options["task_id"]))
-            if task is None:
-                raise ValueError(f"task {options['task_id']!r} is not in the task set at {self.task_set.where}")
+            task = self._task(str(options["task_id"]), options.get("split"))
         else:
             tasks = self.task_set.tasks
             task = tasks[int(self._draws.integers(len(tasks)))]

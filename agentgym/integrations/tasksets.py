@@ -65,6 +65,7 @@ def export_tasks(env_id: str, split: str, out: str, env_kwargs: Mapping[str, Any
     env_kwargs = dict(env_kwargs or {})
     if env_kwargs.get("tasks") is not None:
         raise ValueError("env kwargs of an export may not hold tasks=: export the env's own split, not another set")
+    _check_carried(env_kwargs)
     check_split_name(split)
     kept = _splits_already_there(out, env_id, env_kwargs)
     tasks = enumerate_tasks(env_id, split, env_kwargs, select, limit)
@@ -89,6 +90,20 @@ def export_tasks(env_id: str, split: str, out: str, env_kwargs: Mapping[str, Any
         if name.endswith(".parquet") and os.path.join("data", name) not in listed:
             os.remove(os.path.join(out, "data", name))
     return load_tasks(out, split=split)
+
+
+def _check_carried(env_kwargs: Mapping[str, Any]) -> None:
+    """A ``ValueError`` when ``env_kwargs`` holds a key a set may not carry (a loader would refuse
+    the set: :mod:`agentgym.envs.data_settings`); paths are checked when the set is loaded, against
+    its folder."""
+    from agentgym.envs.data_settings import DATA_PATHS, DataSettingError, check_data_env_kwargs
+
+    try:
+        check_data_env_kwargs({k: v for k, v in env_kwargs.items() if k not in DATA_PATHS}, "the export")
+    except DataSettingError as e:
+        raise ValueError(f"a task set carries only env settings that shape the task, and {e.key!r} does not "
+                         f"({e.why}): leave it out of --env-kwargs and pass it "
+                         "when you make the env from the set") from None
 
 
 def _splits_already_there(out: str, env_id: str, env_kwargs: dict) -> dict[str, tuple[dict | None, list, dict]]:

@@ -194,3 +194,14 @@ def test_a_skyrl_row_cannot_choose_the_jvms_options(tmp_path):
     config = {"env_kwargs": {"java_options": ["-Xmx512m"], "max_turns": 5}}
     row = {"env_kwargs": json.dumps({"java_options": ["-Xmx4m"], "max_turns": 2, "task": "boil"})}
     assert row_env_kwargs(config, row) == {"task": "boil", "java_options": ["-Xmx512m"], "max_turns": 5}
+
+
+def test_an_export_refuses_a_setting_a_set_may_not_carry(tmp_path):
+    pytest.importorskip("datasets")
+    from agentgym.integrations.tasksets import export_tasks
+
+    with pytest.raises(ValueError, match=r"'java_options' does not \(it reaches the JVM's command line\)"):
+        export_tasks("ScienceWorld-v0", "test", str(tmp_path / "s"), {"java_options": ["-Xmx512m"]}, limit=1)
+    with pytest.raises(ValueError, match="'success_threshold' does not"):
+        export_tasks("ToolQA-v0", "test", str(tmp_path / "t"), {"success_threshold": 0.0}, limit=1)
+    assert not (tmp_path / "s").exists() and not (tmp_path / "t").exists()

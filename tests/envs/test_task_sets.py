@@ -176,3 +176,18 @@ def test_alfworld_and_scienceworld_sets_play_as_their_splits(tmp_path):
     finally:
         env.close()
         plain.close()
+
+
+def test_a_set_of_several_splits_plays_the_split_asked_for_and_a_shared_task_id_names_its_split(tmp_path):
+    """ALFWorld's L0 games are train games: a set holding both has each L0 id twice."""
+    out = str(tmp_path / "alfworld")
+    export_tasks("ALFWorld-v0", "train", out, {"max_turns": 3})
+    export_tasks("ALFWorld-v0", "L0", out, {"max_turns": 3})
+    level = load_tasks(out, split="L0").task_ids
+    env = gym.make("ALFWorld-v0", tasks=out, split="L0")
+    assert env.unwrapped.task_ids() == level and 0 < len(level) < len(load_tasks(out).task_ids)
+    assert {env.reset(seed=s)[1]["task_id"] for s in range(20)} <= set(level)
+    both = gym.make("ALFWorld-v0", tasks=out)
+    with pytest.raises(ValueError, match=r"is in splits L0, train of the task set at .*'split': NAME"):
+        both.reset(seed=0, options={"task_id": level[0]})
+    assert both.reset(seed=0, options={"task_id": level[0], "split": "L0"})[1]["task_id"] == level[0]
