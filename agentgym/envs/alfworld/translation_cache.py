@@ -19,7 +19,8 @@ A verified entry is still checked as it is used (every expression it would evalu
 the game file's own grammar). Each user's entries have names of their own (``KEY.UID.json.z``), so
 users sharing a folder do not overwrite each other's. A secret file that is not this user's own, or
 that others may read or write, means no cache (translations are not kept), as does a folder that
-cannot be written.
+cannot be written. The signing is :mod:`agentgym.envs.cache_signing`, shared with ScienceWorld's
+reset cache.
 
 Writers write a temporary file in the same folder and rename it into place, so a reader sees a
 whole entry or none, and concurrent writers of one entry (same bytes) do not disturb each other.
@@ -28,13 +29,12 @@ whole entry or none, and concurrent writers of one entry (same bytes) do not dis
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import os
-import stat
-import tempfile
 import zlib
 from functools import lru_cache
+
+from agentgym.envs.cache_signing import SignedEntries
 
 FORMAT = 2
 """Bump when what :func:`agentgym.envs.alfworld.translation.translate` returns changes."""
@@ -74,37 +74,20 @@ def default_cache_dir() -> str:
     return os.path.join(cache_root(), "translations")
 
 
-SECRET_BYTES = 32
-_MAC_BYTES = 32  # HMAC-SHA256
-
-
-def _uid() -> int:
-    return os.getuid() if hasattr(os, "getuid") else 0
-
-
 class TranslationCache:
     """Translations on disk under ``root`` (default :func:`default_cache_dir`), with hit/miss counts."""
 
     def __init__(self, root: str | None = None):
         self.root = root or default_cache_dir()
         self.hits = self.misses = self.rejected = 0
-        self._secret: bytes | None = None
-        self._secret_tried = False
+        self._entries = SignedEntries(self.root, f"agentgym-alfworld-translation/{FORMAT}")
 
     def path(self, key: str) -> str:
-        return os.path.join(self.root, key[:2], f"{key}.{_uid()}.json.z")
+        return self._entries.path(key)
 
     def secret(self) -> bytes | None:
-        """This user's secret for the folder, made on first use; None when the folder cannot be
-        written or the secret file is not this user's private file (then nothing is kept or read)."""
-        if not self._secret_tried:
-            self._secret_tried = True
-            self._secret = _load_secret(os.path.join(self.root, f".secret-{_uid()}"))
-        return self._secret
-
-    def _mac(self, key: str, blob: bytes) -> bytes:
-        return hmac.new(self.secret(), f"agentgym-alfworld-translation/{FORMAT}/{key}\0".encode() + blob,
-                        hashlib.sha256).digest()
+        """This user's secret for the folder (:meth:`SignedEntries.secret`); None means no cache."""
+        return self._entries.secret()
 
     def get(self, game_data: dict) -> dict | None:
         """The kept translation of this game file, or None (absent, unverified or unreadable: a
@@ -112,17 +95,10 @@ class TranslationCache:
         :meth:`reject` if it does not fit."""
         key = cache_key(game_data)
         try:
-            with open(self.path(key), "rb") as f:
-                data = f.read()
-        except OSError:
-            self.misses += 1
-            return None
-        try:
-            if self.secret() is None:
-                raise ValueError("no secret to verify entries with")
-            mac, blob = data[:_MAC_BYTES], data[_MAC_BYTES:]
-            if not hmac.compare_digest(mac, self._mac(key, blob)):
-                raise ValueError("an entry this user did not write for this game")
+            blob = self._entries.read(key)
+            if blob is None:
+                self.misses += 1
+                return None
             translation = _unpack(zlib.decompress(blob), key)
         except Exception:  # corrupt, foreign or poisoned: translate again and overwrite it
             self.misses += 1
@@ -140,58 +116,9 @@ class TranslationCache:
     def put(self, game_data: dict, translation: dict) -> bool:
         """Keep a game's translation; False when the folder cannot be written (nothing is raised)."""
         key = cache_key(game_data)
-        final = self.path(key)
         if self.secret() is None:
             return False
-        blob = zlib.compress(_pack(translation, key), 6)
-        tmp = None
-        try:
-            os.makedirs(os.path.dirname(final), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json.z", dir=os.path.dirname(final))
-            with os.fdopen(fd, "wb") as f:
-                f.write(self._mac(key, blob) + blob)
-            os.chmod(tmp, 0o644)  # mkstemp makes it private; an entry holds no secret
-            os.replace(tmp, final)
-            return True
-        except OSError:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-            return False
-
-
-def _load_secret(path: str) -> bytes | None:
-    """The secret in ``path``, made there first if absent (a private temporary file linked into
-    place, so concurrent first users agree on one); None if it cannot be made or is not this user's
-    private regular file."""
-    if not os.path.lexists(path):
-        tmp = None
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-secret-", dir=os.path.dirname(path))  # mode 0600
-            with os.fdopen(fd, "wb") as f:
-                f.write(os.urandom(SECRET_BYTES))
-            os.link(tmp, path)  # fails if another process made it first: that one is used
-        except OSError:
-            pass
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077 or (hasattr(os, "getuid") and info.st_uid != _uid()):
-            return None
-        secret = f.read(SECRET_BYTES + 1)
-    return secret if len(secret) == SECRET_BYTES else None
+        return self._entries.write(key, zlib.compress(_pack(translation, key), 6))
 
 
 # An entry: one line of JSON (format, key, the translation less its two SAS texts, their lengths),

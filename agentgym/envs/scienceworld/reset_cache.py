@@ -11,11 +11,15 @@ them changes how the engine names some objects later in the episode (the paint c
 ``use-thermometer``), so a reset that skipped the call would play on differently.
 
 :class:`ResetCache` keeps gold paths in memory (the most recent :data:`MEMORY_ENTRIES` variations)
-and on disk under
-``$AGENTGYM_CACHE/scienceworld/resets`` (or ``~/.cache/agentgym/scienceworld/resets``), one
-zlib-compressed JSON file per variation, named by a SHA-256 of the scienceworld version and the
-variation. Reading is safe whatever is on disk: entries are JSON data checked field by field; a
-corrupt or foreign one is ignored (and overwritten). Writes go to a temporary file renamed into place.
+and on disk under ``$AGENTGYM_CACHE/scienceworld/resets`` (or ``~/.cache/agentgym/scienceworld/resets``),
+one zlib-compressed JSON file per variation, named by a SHA-256 of the scienceworld version and the
+variation. The expert plays what an entry holds, so an entry is used only if this user wrote it for
+that variation (:mod:`agentgym.envs.cache_signing`: an HMAC-SHA256 of the key and the entry under a
+per-user secret kept 0600 in the folder). One that does not verify (corrupt, written by another user
+or machine, copied in, written by hand) is never decompressed: it is a miss, and the gold path is
+generated again and rewritten. A verified entry inflates to at most :data:`MAX_ENTRY_BYTES` (a
+90-step gold path's entry is 2 kB), and its JSON is checked field by field. Writes go to a
+temporary file renamed into place.
 """
 
 from __future__ import annotations
@@ -24,12 +28,15 @@ import collections
 import hashlib
 import json
 import os
-import tempfile
 import zlib
 from functools import lru_cache
 
-FORMAT = 1
+from agentgym.envs.cache_signing import SignedEntries, decompress_bounded
+
+FORMAT = 2
 MEMORY_ENTRIES = 256
+MAX_ENTRY_BYTES = 4 << 20
+"""The most an entry may hold, compressed or inflated: past it, it is a miss."""
 FIELDS = ("gold",)
 """What an entry holds: ``gold``, the gold path."""
 
@@ -56,6 +63,9 @@ class ResetCache:
         self.root = root or default_cache_dir()
         self._memory: collections.OrderedDict[str, dict] = collections.OrderedDict()
         self.hits = self.misses = 0
+        self.rejected = 0
+        """Entries on disk that were there but not used (unverified, too large or malformed)."""
+        self._entries = SignedEntries(self.root, f"agentgym-scienceworld-reset/{FORMAT}")
 
     def _key(self, task: str, variation: int, simplifications: str) -> tuple[str, dict]:
         ident = {"format": FORMAT, "scienceworld": scienceworld_version(), "task": task,
@@ -82,7 +92,7 @@ class ResetCache:
         if field not in FIELDS:
             raise ValueError(f"unknown reset cache field {field!r}; expected one of {FIELDS}")
         key, ident = self._key(task, variation, simplifications)
-        entry = dict(self._memory.get(key) or self._read(key, ident))
+        entry = dict(self._memory[key] if key in self._memory else self._read(key, ident))
         entry[field] = [str(v) for v in value]
         self._remember(key, entry)
         self._write(key, {"ident": ident, **entry})
@@ -94,31 +104,22 @@ class ResetCache:
             self._memory.popitem(last=False)
 
     def path(self, key: str) -> str:
-        return os.path.join(self.root, key[:2], key + ".json.z")
+        return self._entries.path(key)
 
     def _read(self, key: str, ident: dict) -> dict:
         try:
-            with open(self.path(key), "rb") as f:
-                data = json.loads(zlib.decompress(f.read()))
-            if data.get("ident") != ident:
+            blob = self._entries.read(key, max_bytes=MAX_ENTRY_BYTES)
+            if blob is None:
                 return {}
+            data = json.loads(decompress_bounded(blob, MAX_ENTRY_BYTES))
+            if data.get("ident") != ident:
+                raise ValueError("an entry of another variation")
             return {field: data[field] for field in FIELDS
                     if isinstance(data.get(field), list) and all(isinstance(v, str) for v in data[field])}
-        except Exception:  # absent, truncated, corrupt: nothing kept
+        except Exception:  # unverified, too large, corrupt: nothing kept (generated again, rewritten)
+            self.rejected += 1
             return {}
 
     def _write(self, key: str, data: dict) -> None:
-        final, tmp = self.path(key), None
-        try:
-            os.makedirs(os.path.dirname(final), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(final))
-            with os.fdopen(fd, "wb") as f:
-                f.write(zlib.compress(json.dumps(data, separators=(",", ":")).encode("utf-8"), 6))
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, final)
-        except OSError:  # a cache folder that cannot be written only means nothing is kept on disk
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+        # a folder that cannot be written only means nothing is kept on disk
+        self._entries.write(key, zlib.compress(json.dumps(data, separators=(",", ":")).encode("utf-8"), 6))
