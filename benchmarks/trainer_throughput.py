@@ -116,27 +116,39 @@ def gpu_model(tokenizer, hidden=768, layers=12, heads=12, intermediate=3072):
     return AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
 
 
+def update_flops_per_token(n_params: int, cfg, mean_len: float) -> float:
+    """6N per trained token (forward + backward), + attention; checkpointing recomputes the forward (not counted)."""
+    return 6 * n_params + 12 * cfg.num_hidden_layers * cfg.hidden_size * mean_len
+
+
+def peak_bf16_tflops(device_name: str, override: float | None = None) -> float | None:
+    return override or next((v for k, v in PEAK_BF16_TFLOPS.items() if k in device_name), None)
+
+
 def bench_gpu(args):
+    """The GPU part. ``args.gpu_device`` (default cuda) and ``args.gpu_model`` (gpu_model's sizes,
+    default its own) let benchmarks/gpu_check.py run the same part at tiny size on a CPU."""
+    import platform
+
     import torch
 
     from agentgym.agents.tiny import build_tiny_model
     from agentgym.train.run.helpers import load_tokenizer
 
+    device = getattr(args, "gpu_device", "cuda")
+    on_gpu = device.startswith("cuda")
     tok = load_tokenizer(str(build_tiny_model(("ToolQA-v0",))))
-    model = gpu_model(tok).to("cuda")
+    model = gpu_model(tok, **(getattr(args, "gpu_model", None) or {})).to(device)
     n_params = sum(p.numel() for p in model.parameters())
     model.gradient_checkpointing_enable()
     torch.manual_seed(0)
-    with torch.autocast("cuda", dtype=torch.bfloat16):
+    with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=on_gpu):
         samples, roll = _grpo_batch(model, tok, args.gpu_groups, args.group_size, args.max_new_tokens)
-    upd = _update(model, tok, samples, args.gpu_micro_batch_size, bf16=True, repeats=3)
-    name = torch.cuda.get_device_name()
-    peak = args.peak_tflops or next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
-    cfg = model.config
+    upd = _update(model, tok, samples, args.gpu_micro_batch_size, bf16=on_gpu, repeats=3)
+    name = torch.cuda.get_device_name(device) if on_gpu else platform.processor() or "cpu"
+    peak = peak_bf16_tflops(name, args.peak_tflops) if on_gpu or args.peak_tflops else None
     mean_len = upd["trained_tokens"] / len(samples)
-    # 6N per trained token (forward + backward), + attention; checkpointing recomputes the forward (not counted)
-    flops_per_token = 6 * n_params + 12 * cfg.num_hidden_layers * cfg.hidden_size * mean_len
-    achieved = flops_per_token * upd["trained_tokens"] / upd["update_step_s"]
+    achieved = update_flops_per_token(n_params, model.config, mean_len) * upd["trained_tokens"] / upd["update_step_s"]
     return {"device": name, "params": n_params, **roll, **upd, "update_tflops": achieved / 1e12,
             "update_mfu": achieved / (peak * 1e12) if peak else None, "peak_bf16_tflops": peak}
 

@@ -48,6 +48,9 @@ NOT_RUN = {
     "agentgym serve": "starts a server that runs until stopped (tests/integrations/test_openenv.py plays one, and the "
                       "docs' client snippet runs against one)",
     "agentgym mcp": "a stdio server waiting for its client (the docs' MCP snippet starts it as a client does)",
+    "scripts/wheelhouse.py": "downloads a wheelhouse from PyPI (tests/test_wheelhouse.py builds one and installs from "
+                             "it without an index)",
+    "gpu_check.py --device cuda": "needs a CUDA device (tests/test_gpu_check.py runs the CPU smoke check)",
 }
 TRAINER_SHRINK = ("--num-steps 1 --num-groups 1 --group-size 2 --max-new-tokens 4 --cold-start-steps 2 "
                   "--cold-start-episodes 2 --cold-start-judge-samples 0 --eval-episodes 2 --save-every 1 "
