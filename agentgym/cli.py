@@ -92,9 +92,13 @@ def _make(args, **fixed):
     """The env ``args`` name; a setting the env refuses is one line on stderr, not a traceback."""
     import gymnasium as gym
 
+    if args.seed < 0:
+        raise SystemExit(f"agentgym {args.command}: --seed must be an integer >= 0, got {args.seed}")
+    if args.env_id not in gym.registry:
+        raise SystemExit(f"agentgym {args.command}: unknown env id {args.env_id!r}; `agentgym list` shows the env ids")
     try:
         return gym.make(args.env_id, **fixed, **_env_kwargs(args))
-    except (ValueError, TypeError) as e:
+    except (gym.error.Error, ValueError, TypeError) as e:  # gym.error: a missing extra, a deprecated version
         raise SystemExit(f"agentgym {args.command}: {args.env_id}: {e}") from None
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NoReturn
 
 import gymnasium as gym
 import numpy as np
@@ -142,18 +142,42 @@ def write_expert_jsonl(path: str | Path, env_id: str, num_episodes: int, **kwarg
 
 def main(argv: list[str] | None = None) -> int:
     import agentgym  # noqa: F401  registers the envs
+    from agentgym.output_paths import OutputPathError, check_output_file, disk_full, disk_full_message
 
     parser = argparse.ArgumentParser(prog="agentgym expert-data", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("env_id")
-    parser.add_argument("--episodes", type=int, default=100)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--episodes", type=int, default=100, help="episodes to write (>= 1)")
+    parser.add_argument("--out", required=True, help="JSONL file to write")
+    parser.add_argument("--seed", type=int, default=0, help="reset seed of the first episode (>= 0)")
     parser.add_argument("--split", default=None, help="env split (train by default)")
     parser.add_argument("--keep-failed", action="store_true", help="keep episodes the expert failed")
     args = parser.parse_args(argv)
+
+    def refuse(message: str) -> NoReturn:
+        parser.exit(2, f"agentgym expert-data: error: {' '.join(message.split())}\n")
+
+    if args.episodes < 1:
+        refuse(f"--episodes must be an integer >= 1, got {args.episodes}")
+    if args.seed < 0:
+        refuse(f"--seed must be an integer >= 0, got {args.seed}")
     env_kwargs = {"split": args.split} if args.split else {}
-    stats = write_expert_jsonl(args.out, args.env_id, args.episodes, seed=args.seed,
-                               only_successful=not args.keep_failed, **env_kwargs)
+    if args.env_id not in gym.registry:
+        refuse(f"unknown env id {args.env_id!r}; `agentgym list` shows the env ids")
+    try:  # a bad split is refused before anything is played (envs are cheap to make)
+        gym.make(args.env_id, expert=True, **env_kwargs).close()
+    except (gym.error.Error, ValueError, TypeError) as e:  # a missing extra; a split the env has not
+        refuse(f"{args.env_id}: {e}")
+    try:
+        check_output_file(args.out, "--out")
+    except OutputPathError as e:
+        refuse(str(e))
+    try:
+        stats = write_expert_jsonl(args.out, args.env_id, args.episodes, seed=args.seed,
+                                   only_successful=not args.keep_failed, **env_kwargs)
+    except OSError as e:
+        if not disk_full(e):
+            raise
+        parser.exit(1, f"agentgym expert-data: error: {disk_full_message('--out', args.out)}\n")
     print(f"wrote {stats['episodes']} episodes ({stats['mean_turns']:.1f} turns on average) to {args.out}")
     return 0

@@ -118,9 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     require_for_script(["matplotlib"], "bench", "agentgym plot")
     out = args.out or (Path(args.run_dirs[0]) / "learning_curves.png" if len(args.run_dirs) == 1
                        else Path("learning_curves.png"))
+    from agentgym.output_paths import OutputPathError, check_output_file, disk_full, disk_full_message
+
     try:
+        check_output_file(out, "--out")
         plot_runs(args.run_dirs, out, args.title)
-    except FileNotFoundError as e:
+    except (FileNotFoundError, OutputPathError) as e:
         raise SystemExit(str(e)) from None
+    except OSError as e:
+        if not disk_full(e):
+            raise
+        raise SystemExit(disk_full_message("--out", out)) from None
     print(f"wrote {out}")
     return 0

@@ -32,6 +32,7 @@ from agentgym.leaderboard.stats import summarize
 from agentgym.leaderboard.store import Block, RunDir, check_distinct_files, merge
 from agentgym.leaderboard.tasks import family
 from agentgym.locks import DirectoryInUse, lock_dir
+from agentgym.output_paths import OutputPathError, check_output_dir, disk_full, disk_full_message
 from agentgym.prompts import MAX_ACTION_CHARS, MIN_ACTION_CHARS
 
 INTERRUPTED = 130
@@ -41,6 +42,8 @@ BAD_INPUT = 2
 NO_ACTIONS = 3
 """Exit status when an agent produced no action at all (every episode an ``agent_error``, or no
 env could be made with its ``env_kwargs``): its row is not a score. The reports are written."""
+DISK_FULL = 1
+"""Exit status when the disk of ``--out`` filled up during the run; the same command resumes it."""
 
 
 def write_reports(run: RunDir) -> list[dict]:
@@ -77,6 +80,7 @@ def play_board(agent_specs, env_ids, splits, out: str, env_kwargs: dict | None =
         raise BoardError(f"--env-kwargs must be a JSON object, got {type(env_kwargs).__name__}")
     check_env_ids(env_ids)
     check_agent_names(agent_specs)
+    _check_out(out)
     with lock_dir(out, log=log):
         run = RunDir(out)
         agents = []
@@ -122,7 +126,8 @@ def _keep_earlier_stamps(run: RunDir, block: Block, log) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command; returns the exit status (0; 2 bad input; 3 an agent produced no action; 130 Ctrl-C)."""
+    """The command; returns the exit status (0; 1 the disk filled up; 2 bad input; 3 an agent produced no
+    action; 130 Ctrl-C)."""
     def error(message: str) -> None:
         print("agentgym leaderboard: error: " + " ".join(str(message).split("\n")), file=sys.stderr)
 
@@ -144,6 +149,7 @@ def _main(argv: list[str], error) -> int:
         p.add_argument("--out", required=True)
         args = p.parse_args(argv[1:])
         _check_run_dirs(args.dirs)
+        _check_out(args.out)
         with lock_dir(args.out):
             rows = write_reports(merge(args.dirs, args.out))
         print(f"merged {len(args.dirs)} runs into {args.out}: {len(rows)} rows")
@@ -199,11 +205,18 @@ def _main(argv: list[str], error) -> int:
             pass
     if args.max_action_chars < MIN_ACTION_CHARS:
         p.error(f"--max-action-chars must be >= {MIN_ACTION_CHARS}, got {args.max_action_chars}")
+    _check_model_flags(args)
     runner = RunnerConfig(num_envs=args.num_envs, backend=args.backend, agent_timeout=args.agent_timeout,
                           progress=not args.no_progress, max_action_chars=args.max_action_chars)
     model = ModelOptions(args.temperature, args.top_p, args.max_new_tokens, args.window, args.device, args.api_key)
-    rows, plan = play_board(args.agents, args.envs, args.split, args.out, env_kwargs, args.repeats, args.limit,
-                            args.tasks, runner, model, log=lambda m: print(m, file=sys.stderr))
+    try:
+        rows, plan = play_board(args.agents, args.envs, args.split, args.out, env_kwargs, args.repeats, args.limit,
+                                args.tasks, runner, model, log=lambda m: print(m, file=sys.stderr))
+    except OSError as e:
+        if not disk_full(e):
+            raise
+        error(disk_full_message("--out", args.out, "run the same command again: it keeps the finished episodes"))
+        return DISK_FULL
     print(markdown(rows).split("\n## ")[0])
     print(f"wrote {args.out}/summary.json, leaderboard.md, leaderboard.png")
     names = [split_name(spec)[0] for spec in args.agents]
@@ -211,6 +224,31 @@ def _main(argv: list[str], error) -> int:
     for line in problems:
         error(line)
     return NO_ACTIONS if problems else 0
+
+
+def _check_model_flags(args) -> None:
+    """The sampling flags and the agents that name a folder, checked before any agent is made."""
+    from agentgym.agents.base import SamplingConfig
+    from agentgym.settings import SettingError
+
+    try:
+        SamplingConfig(temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens)
+    except SettingError as e:
+        raise BoardError(f"--{e.name.replace('_', '-')} {e.problem}") from None
+    if args.window is not None and args.window < 0:
+        raise BoardError(f"--window must be an integer >= 0 (or left out: every past turn), got {args.window}")
+    for spec in args.agents:
+        body = split_name(spec)[1]
+        if os.path.isdir(body) and not os.path.isfile(os.path.join(body, "config.json")):
+            raise BoardError(f"agent {spec!r}: {body!r} has no config.json, so it is not a Hugging Face checkpoint "
+                             "directory; give a model's folder (or expert, random, tiny)")
+
+
+def _check_out(out: str) -> None:
+    try:  # a board may play for hours: a folder it cannot write is refused before the first episode
+        check_output_dir(out, "--out")
+    except OutputPathError as e:
+        raise BoardError(str(e)) from None
 
 
 def _check_run_dirs(dirs) -> None:

@@ -15,8 +15,10 @@ import argparse
 import dataclasses
 import functools
 import json
+import math
 import os
 import sys
+import urllib.parse
 from typing import Any, Collection, Sequence
 
 import numpy as np
@@ -195,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         LayoutConfig(layout="window", window=args.window)
     except SettingError as e:
         parser.exit(2, f"agentgym eval: error: --{e.name.replace('_', '-')} {e.problem}\n")
+    problem = _argument_problem(args)
+    if problem:
+        parser.exit(2, f"agentgym eval: error: {problem}\n")
 
     import agentgym  # noqa: F401  registers the envs
     from agentgym.agents import HFPolicy, OpenAIPolicy
@@ -223,6 +228,13 @@ def main(argv: list[str] | None = None) -> int:
                                                 overrides)
     except (TrainerStateError, DataSettingError) as e:
         parser.exit(2, f"agentgym eval: error: {e}\n")
+    from agentgym.train.run.config import ConfigError
+    from agentgym.train.run.env_check import check_env
+
+    try:  # the env made once with these settings, and the split looked up, before a model is loaded
+        check_env(args.env_id, env_kwargs, {"--split": args.split} if args.split else {})
+    except ConfigError as e:
+        parser.exit(2, f"agentgym eval: error: {e}\n")
 
     if args.base_url:
         policy = OpenAIPolicy(args.base_url, args.model, api_key=args.api_key, sampling=sampling)
@@ -232,8 +244,11 @@ def main(argv: list[str] | None = None) -> int:
         from agentgym.agents.tiny import resolve_model_path
         from agentgym.train.run.helpers import load_model, load_tokenizer, resolve_device
 
+        try:
+            device = resolve_device(args.device)
+        except ValueError as e:
+            parser.exit(2, f"agentgym eval: error: --device: {e}\n")
         path = resolve_model_path(args.model, (args.env_id,))
-        device = resolve_device(args.device)
         if device == "cpu":
             torch.set_num_threads(1)
         policy = HFPolicy(load_model(path, device, trainable=False), load_tokenizer(path), sampling)
@@ -250,9 +265,45 @@ def main(argv: list[str] | None = None) -> int:
           f"success {result['success_rate']:.3f}  PRS return {result['prs_return']:.3f}")
     print("terms: " + "  ".join(f"{k} {v:.3f}" for k, v in result["terms"].items()))
     if args.output:
-        with open(args.output, "w") as f:
-            json.dump(result, f, indent=1)
+        from agentgym.output_paths import disk_full, disk_full_message
+
+        try:
+            os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
+            with open(args.output, "w") as f:
+                json.dump(result, f, indent=1)
+        except OSError as e:
+            if not disk_full(e):
+                raise
+            parser.exit(1, f"agentgym eval: error: {disk_full_message('--output', args.output)} (the results are "
+                           f"printed above)\n")
     return 0
+
+
+def _argument_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``agentgym eval``'s own flags (one line naming the flag), else None."""
+    import gymnasium as gym
+
+    import agentgym  # noqa: F401  registers the envs
+    from agentgym.output_paths import OutputPathError, check_output_file
+
+    for flag, value, least in (("--num-episodes", args.num_episodes, 1), ("--batch-size", args.batch_size, 1),
+                               ("--seed", args.seed, 0)):
+        if value < least:
+            return f"{flag} must be an integer >= {least}, got {value}"
+    if args.prs_stage is not None and not (math.isfinite(args.prs_stage) and args.prs_stage >= 0):
+        return f"--prs-stage must be a finite number >= 0 (or left out: the final stage), got {args.prs_stage}"
+    if args.env_id not in gym.registry:
+        return f"--env-id {args.env_id!r} is not a registered env; `agentgym list` prints the env ids"
+    if args.base_url is not None:
+        url = urllib.parse.urlparse(args.base_url)
+        if url.scheme not in ("http", "https") or not url.netloc:
+            return f"--base-url {args.base_url!r} is not an http(s) URL; give one like http://127.0.0.1:8000/v1"
+    if args.output:
+        try:  # before minutes of evaluation, not after
+            check_output_file(args.output, "--output")
+        except OutputPathError as e:
+            return str(e)
+    return None
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from agentgym.envs.alfworld.problem import build_scenario, problem_pddl
 from agentgym.envs.alfworld.room_size import ROOM_SIZES, RoomSize, room_size
 from agentgym.envs.alfworld.scenes import load_room
 from agentgym.envs.alfworld.tasks import TASK_TYPES, goal_sentence, is_unseen_combo, normalize_task_types, task_pool
+from agentgym.output_paths import check_output_dir, disk_full, disk_full_message
 
 SPLITS = ("train", "valid_seen", "valid_unseen")
 DATA_DIR = "json_2.1.1"
@@ -303,13 +304,21 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if not args.out:
             ap.error("--out is required (unless --space)")
+        if args.num_games < 1:
+            raise ValueError(f"--num-games must be an integer >= 1, got {args.num_games}")
+        check_output_dir(args.out, "--out")
         start = time.time()
         files = generate(args.out, args.num_games, args.seed, args.split, types, args.verify,
                          log=lambda m: print(m, file=sys.stderr), room=args.room_size,
                          max_receptacles=args.max_receptacles, max_objects=args.max_objects, jobs=args.jobs)
-    except (ValueError, RuntimeError) as e:
+    except (ValueError, RuntimeError) as e:  # OutputPathError is a ValueError
         print(f"agentgym alfworld-generate: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:
+        if not disk_full(e):
+            raise
+        print(f"agentgym alfworld-generate: error: {disk_full_message('--out', args.out)}", file=sys.stderr)
+        return 1
     print(f"wrote {len(files)} games under {os.path.join(args.out, DATA_DIR)} in {time.time() - start:.1f}s")
     return 0
 

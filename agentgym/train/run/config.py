@@ -729,14 +729,23 @@ def _bare_resume(argv: list[str]) -> list[str]:
 @contextmanager
 def exit_on_config_error():
     """In a script: a :class:`ConfigError` exits with one line naming the problem (exit status 2,
-    like argparse), also one found once the run is under way (a cold start left with no sample)."""
+    like argparse), also one found once the run is under way (a cold start left with no sample); a
+    disk that fills up during the run is one line too (exit status 1)."""
     from agentgym.locks import DirectoryInUse
+    from agentgym.output_paths import disk_full
 
     try:
         yield
     except (ConfigError, DirectoryInUse) as e:  # an output directory another run holds: one line too
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
+    except Exception as e:  # the disk filled up mid-run: libraries wrap the OS error in their own types
+        if not disk_full(e):
+            raise
+        print("error: the disk is full (No space left on device) where the run writes (--output-dir): free some "
+              "space, then run the command again (an RL run continues from its last checkpoint with --resume)",
+              file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 def parse(config_cls: type[C], argv: list[str] | None = None, description: str | None = None,
@@ -750,7 +759,20 @@ def parse(config_cls: type[C], argv: list[str] | None = None, description: str |
         config = tyro.cli(config_cls, args=argv, description=description, default=default)
     with exit_on_config_error():
         config.validate()
+        _check_output_dir(config)
     return config
+
+
+def _check_output_dir(config: Any) -> None:
+    """A run's --output-dir must be writable before the run loads a model or plays an episode."""
+    from agentgym.output_paths import OutputPathError, check_output_dir
+
+    output_dir = getattr(getattr(config, "run", None), "output_dir", None)
+    if output_dir is not None:
+        try:
+            check_output_dir(output_dir, "--output-dir")
+        except OutputPathError as e:
+            raise ConfigError(str(e)) from None
 
 
 def to_dict(config: Any) -> dict[str, Any]:
