@@ -35,10 +35,15 @@ def test_build_is_cached_and_llama_arch_works(tmp_path):
 
 
 def test_console_entry_prints_the_path(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "agentgym.agents.tiny", "--env-id", "NoSuchEnv-v0",
+    out = subprocess.run([sys.executable, "-m", "agentgym.agents.tiny", "--env-id", "ToolQA-v0",
                           "--cache-dir", str(tmp_path)], capture_output=True, text=True, check=True)
     path = out.stdout.strip().splitlines()[-1]
     assert (tmp_path in __import__("pathlib").Path(path).parents)
+    # an env id that is not registered builds nothing: one line, not a model of no env's text
+    bad = subprocess.run([sys.executable, "-m", "agentgym.agents.tiny", "--env-id", "NoSuchEnv-v0",
+                          "--cache-dir", str(tmp_path / "other")], capture_output=True, text=True)
+    assert bad.returncode != 0 and "NoSuchEnv-v0" in bad.stderr and "Traceback" not in bad.stderr
+    assert not (tmp_path / "other").exists() or not any((tmp_path / "other").iterdir())
 
 
 def test_importing_the_builder_loads_only_it_and_the_env_registration():
