@@ -43,8 +43,10 @@ def test_expert_samples_prompt_with_the_latest_observation_only(root, tiny_path)
 def test_a_checkpoint_trained_with_the_options_is_evaluated_and_boarded_with_them(root, tmp_path, tiny_path):
     from agentgym.cli import main as cli_main
     from agentgym.leaderboard.specs import make_agent
+    from agentgym.envs.data_settings import DataSettingError
     from agentgym.train.evaluate import trained_env_kwargs
     from agentgym.train.loop import train
+    from agentgym.train.run.presets import resolve_env_kwargs
 
     kwargs = {"data_path": root, "max_turns": 2, **OPTIONS}
     # the ToolQA-text tiny model: a tokenizer built on ALFWorld text would replay 64 expert games first
@@ -53,11 +55,15 @@ def test_a_checkpoint_trained_with_the_options_is_evaluated_and_boarded_with_the
                 num_steps=1, num_groups=1, group_size=2, max_new_tokens=6, cold_start_steps=0, eval_episodes=0,
                 progress=False, quiet=True, tensorboard=False, output_dir=str(tmp_path / "run")))
     ckpt = str(tmp_path / "run" / "checkpoints" / "step_1")
-    assert trained_env_kwargs(ckpt, "ALFWorld-v0") == kwargs
+    # the games live outside the checkpoint: a path the record may not choose, so the user names it
+    with pytest.raises(DataSettingError, match="'data_path'.*outside"):
+        trained_env_kwargs(ckpt, "ALFWorld-v0")
+    assert resolve_env_kwargs("ALFWorld-v0", ckpt, overrides={"data_path": root})[1] == kwargs
     agent = make_agent(ckpt, ("ALFWorld-v0",))
     assert agent.trained_env_kwargs("ALFWorld-v0") == OPTIONS  # the board keeps its own data and turn limit
     out = tmp_path / "eval.json"
     assert cli_main(["eval", "--model", ckpt, "--env-id", "ALFWorld-v0", "--split", "train_all", "--num-episodes",
-                     "2", "--batch-size", "2", "--max-new-tokens", "6", "--output", str(out)]) == 0
+                     "2", "--batch-size", "2", "--max-new-tokens", "6", "--output", str(out),
+                     "--env-kwargs", json.dumps({"data_path": root})]) == 0
     result = json.loads(out.read_text())
     assert result["num_episodes"] == 2 and result["turns"] == 2.0  # the recorded max_turns: the kwargs rode along
