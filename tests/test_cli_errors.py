@@ -10,6 +10,7 @@ non-model folders for --model, outputs that cannot be written (under a regular f
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -193,16 +194,24 @@ def test_a_bad_flag_is_refused_in_one_line_that_names_it(command, paths):
     assert not (Path(paths["file"]) / "sub").exists() and not list(Path(paths["tmp"]).glob("*.jsonl"))
 
 
-@pytest.fixture
-def full_disk(tmp_path):
-    """A 64 KiB tmpfs, filled up (skips where this user may not mount one)."""
-    where = tmp_path / "full"
+@contextmanager
+def tmpfs(where: Path, size: str):
+    """A tmpfs of ``size`` mounted at ``where`` for the block (skips where this user may not mount one)."""
     where.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)],
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
                              capture_output=True, text=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
     try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=True)
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 64 KiB tmpfs, filled up."""
+    with tmpfs(tmp_path / "full", "64k") as where:
         try:
             with open(where / "filler", "wb") as f:
                 while True:
@@ -210,8 +219,6 @@ def full_disk(tmp_path):
         except OSError:
             pass
         yield where
-    finally:
-        subprocess.run(["umount", str(where)], check=True)
 
 
 @pytest.mark.slow
@@ -238,16 +245,8 @@ def test_a_full_disk_is_refused_before_any_work_in_one_line(full_disk, paths):
 @pytest.fixture
 def small_disk(tmp_path):
     """A tmpfs of 12 KiB: room for a run's first files, not for its episodes."""
-    where = tmp_path / "small"
-    where.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12k", "tmpfs", str(where)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
+    with tmpfs(tmp_path / "small", "12k") as where:
         yield where
-    finally:
-        subprocess.run(["umount", str(where)], check=True)
 
 
 @pytest.mark.slow

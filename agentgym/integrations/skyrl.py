@@ -33,16 +33,19 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 SKYRL_ID = "agentgym"
 
 
+def _config_setting(env_config: Any, key: str, default: Any = None) -> Any:
+    """A setting of the env config alone (a dict or an OmegaConf node), else ``default``."""
+    if env_config is None:
+        return default
+    try:
+        return env_config.get(key, default)
+    except AttributeError:
+        return getattr(env_config, key, default)
+
+
 def _setting(env_config: Any, extras: Mapping[str, Any], key: str, default: Any = None) -> Any:
     """A setting from the row's extras, else from the env config (a dict or an OmegaConf node)."""
-    if key in extras:
-        return extras[key]
-    if env_config is not None:
-        try:
-            return env_config.get(key, default)
-        except AttributeError:
-            return getattr(env_config, key, default)
-    return default
+    return extras[key] if key in extras else _config_setting(env_config, key, default)
 
 
 def make_agentgym_env(env_id: str, kwargs: Any) -> gym.Env:
@@ -69,14 +72,6 @@ def make_agentgym_env(env_id: str, kwargs: Any) -> gym.Env:
     return env
 
 
-def _config_setting(env_config: Any, key: str) -> Any:
-    """A setting of the env config alone (a dict or an OmegaConf node), or None."""
-    if env_config is None:
-        return None
-    try:
-        return env_config.get(key, None)
-    except AttributeError:
-        return getattr(env_config, key, None)
 
 
 def _as_kwargs(value: Any, where: str) -> dict[str, Any]:

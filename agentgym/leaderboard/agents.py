@@ -183,8 +183,8 @@ class PolicyAgent(Agent):
         from agentgym.train.run.presets import resolve_env_kwargs
 
         # recorded, else the preset `auto` picks; the board's own keys are never read from the record
-        _, trained = resolve_env_kwargs(env_id, self.model_name, overrides={k: None for k in BOARD_KWARGS})
-        return {k: v for k, v in trained.items() if k not in BOARD_KWARGS}
+        # (an override of None removes the key, from the record and the preset alike)
+        return resolve_env_kwargs(env_id, self.model_name, overrides=dict.fromkeys(BOARD_KWARGS))[1]
 
     def fits(self, episode):
         if self.tokenizer is None or self.max_context is None:
