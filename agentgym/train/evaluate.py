@@ -203,37 +203,25 @@ def main(argv: list[str] | None = None) -> int:
 
     import agentgym  # noqa: F401  registers the envs
     from agentgym.agents import HFPolicy, OpenAIPolicy
-    from agentgym.train.run.presets import check_preset, describe, resolve_env_kwargs
+    from agentgym.train.run.config import ModelConfig
+    from agentgym.train.run.env_check import check_env
     from agentgym.train.run.helpers import parse_env_kwargs
-    from agentgym.envs.data_settings import DataSettingError
-    from agentgym.train.run.state_file import TrainerStateError
+    from agentgym.train.run.presets import check_preset, describe, resolve_env_kwargs
 
+    # Everything that can be wrong with the command is found before a model is loaded, each a
+    # ValueError (ConfigError, TrainerStateError, DataSettingError) told in one line.
     try:
         check_preset(args.preset)
         overrides = parse_env_kwargs(args.env_kwargs) if args.env_kwargs is not None else {}
-    except ValueError as e:
-        parser.exit(2, f"agentgym eval: error: {e}\n")
-    if not args.base_url:  # a local directory or a tiny model, as the trainers take: nothing is downloaded
-        from agentgym.train.run.config import ConfigError, ModelConfig
-
-        try:
+        if not args.base_url:  # a local directory or a tiny model, as the trainers take: nothing is downloaded
             ModelConfig(model=args.model, device=args.device).validate()
-        except ConfigError as e:
-            parser.exit(2, f"agentgym eval: error: {e}\n")
-    try:  # the checkpoint's own record first, before any weights are read
-        if not args.base_url:
-            trainer_record(args.model)
+            trainer_record(args.model)  # the checkpoint's own record, before any weights are read
         # a served model's name is no directory: `auto` gives it the env's own defaults
         preset, env_kwargs = resolve_env_kwargs(args.env_id, None if args.base_url else args.model, args.preset,
                                                 overrides)
-    except (TrainerStateError, DataSettingError) as e:
-        parser.exit(2, f"agentgym eval: error: {e}\n")
-    from agentgym.train.run.config import ConfigError
-    from agentgym.train.run.env_check import check_env
-
-    try:  # the env made once with these settings, and the split looked up, before a model is loaded
+        # the env made once with these settings, and the split looked up
         check_env(args.env_id, env_kwargs, {"--split": args.split} if args.split else {})
-    except ConfigError as e:
+    except ValueError as e:
         parser.exit(2, f"agentgym eval: error: {e}\n")
 
     if args.base_url:
