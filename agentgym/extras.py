@@ -8,7 +8,7 @@ half an hour and then lose the run on an ``ImportError``. Scripts and commands c
 from __future__ import annotations
 
 import importlib.util
-from typing import Sequence
+from collections.abc import Sequence
 
 from gymnasium.error import DependencyNotInstalled
 

@@ -25,7 +25,8 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 __all__ = ["RETRY_STATUS", "RequestFailed", "request", "send_once", "longest_call_s"]
 

@@ -28,7 +28,7 @@ import socket
 import sys
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 LOCK_NAME = ".agentgym.lock"
 
@@ -102,7 +102,7 @@ class DirLock:
             if entry[1] == 0:
                 _drop(self.path)
 
-    def __enter__(self) -> "DirLock":
+    def __enter__(self) -> DirLock:
         return self
 
     def __exit__(self, *exc) -> None:

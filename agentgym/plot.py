@@ -18,8 +18,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from agentgym.extras import require, require_for_script
 

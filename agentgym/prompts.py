@@ -30,7 +30,8 @@ bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 MAX_ACTION_CHARS = 100_000
 """How much of one past action the history keeps: the envs' own default action limit (an action

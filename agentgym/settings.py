@@ -11,8 +11,9 @@ first and checks the whole tree after, so that the error names the flag the user
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 _deferred: contextvars.ContextVar[bool] = contextvars.ContextVar("agentgym_checks_deferred", default=False)
 

@@ -254,7 +254,7 @@ def summarize(runs: list[dict], env_id: str, ks: list[int]) -> dict:
         return out
     sync = per_k[0]
     out["overlap_bound"] = max(sync["utilization"]["rollout"], sync["utilization"]["learner"])
-    for k, s in per_k.items():
+    for s in per_k.values():
         s["ratio_to_sync"] = s["seconds_per_step"] / sync["seconds_per_step"]
         # how much slower each part ran beside the other than in K=0 (the two share the CPU)
         s["part_seconds_over_sync"] = {
@@ -321,7 +321,7 @@ def plot(runs: list[dict], envs: list[str], path: str) -> None:
     windows = [(r["step_ends"][first - 2], r["step_ends"][n - 1]) for (_, r), n in zip(pairs, shown)]
     width = {e: max(hi - lo for (e2, _), (lo, hi) in zip(pairs, windows) if e2 == e) for e, _ in pairs}
     for ax, (env_id, run), (lo, hi), n in zip(axes[:, 0], pairs, windows, shown):
-        for y, (part, label, color) in enumerate(rows):
+        for y, (part, _label, color) in enumerate(rows):
             bars = [(max(s, lo) - lo, min(e, hi) - max(s, lo)) for s, e in spans_of(run["timeline"], part)
                     if e > lo and s < hi]
             ax.broken_barh(bars, (len(rows) - 1 - y - 0.4, 0.8), facecolors=color)

@@ -78,6 +78,7 @@ def part_qwen(o) -> dict:
 
     sys.path.insert(0, str(BENCHMARKS))
     import trainer_throughput as tt
+
     from agentgym.agents.tiny import build_tiny_model
     from agentgym.train.hooks import TrainerExtension
     from agentgym.train.loop import train

@@ -49,7 +49,7 @@ METHODS = {
 DEFAULT_METHODS = [m for m, (_, extra) in METHODS.items() if not extra.get("async_steps")]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def trainer(script: str):
     """The trainer script ``trainers/<script>.py`` as a module (its config class and ``main``)."""
     spec = importlib.util.spec_from_file_location(f"agentgym_trainer_{script}",
@@ -110,8 +110,8 @@ def cell_config(args, method: str, seed: int, model: str, out: str):
 
 def cold_start_dir(args, method: str, seed: int) -> str:
     """Build (or reuse) the seed's cold start with the method's recipe, as ``train`` would."""
-    from agentgym.train.run.config import build
     from agentgym.train.loop import cold_start
+    from agentgym.train.run.config import build
 
     defaults = trainer(METHODS[method][0]).defaults()
     recipe = "judge" if defaults.cold_start.judge_samples else "plain"
@@ -162,7 +162,7 @@ def summarize(cells: list[dict], threshold: float | None, metric: str = "success
         last = [c["curve"][-1]["success"] for c in mine]
         gains = [b - a for a, b in zip(first, last)]
         reached = [p for p in (first_reaching(c["curve"], threshold, metric) for c in mine) if p is not None]
-        mean_of = (lambda key: sum(p[key] for p in reached) / len(reached)) if reached else (lambda key: None)
+        mean_of = (lambda key, reached=reached: sum(p[key] for p in reached) / len(reached)) if reached else (lambda key: None)
         out["methods"][m] = {
             "seeds": [c["seed"] for c in mine], "before": first, "after": last,
             "after_mean_ci": mean_ci(last), "gain_mean_ci": mean_ci(gains),

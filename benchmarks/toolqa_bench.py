@@ -77,8 +77,8 @@ def big_corpus_search(scale: int, n_queries: int) -> dict:
 
 
 def bleu_per_second(n: int) -> dict:
-    from agentgym.rewards.bleu import length_aware_bleu
     from agentgym.envs.toolqa.data import builtin_dataset
+    from agentgym.rewards.bleu import length_aware_bleu
 
     questions = [q for q in builtin_dataset().questions("train") if not q.long_form]
     rng = random.Random(0)

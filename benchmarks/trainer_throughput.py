@@ -157,10 +157,10 @@ def bench_methods(args):
     """GRPO and VSPO steps through ``train()``: the step time and what VSPO's resampling adds."""
     import numpy as np
 
-    from agentgym.train.run.config import SFTRunConfig, TrainConfig, build
-    from agentgym.train.methods import VSPO, VSPOConfig
-    from agentgym.train.loop import train
     from agentgym.train.coldstart.sft import run_sft
+    from agentgym.train.loop import train
+    from agentgym.train.methods import VSPO, VSPOConfig
+    from agentgym.train.run.config import SFTRunConfig, TrainConfig, build
 
     env_kwargs = json.dumps(ENV_KWARGS)
     cold = run_sft(build(SFTRunConfig, preset="none", env_kwargs=env_kwargs, num_steps=100, num_episodes=64, quiet=True,
@@ -254,10 +254,10 @@ def bench_gcd(args):
 
     import numpy as np
 
-    from agentgym.train.run.config import SFTRunConfig, TrainConfig, build
-    from agentgym.train.methods import GCDConfig, gcd_extensions
-    from agentgym.train.loop import train
     from agentgym.train.coldstart.sft import reusable, run_sft
+    from agentgym.train.loop import train
+    from agentgym.train.methods import GCDConfig, gcd_extensions
+    from agentgym.train.run.config import SFTRunConfig, TrainConfig, build
 
     root = os.path.join(args.workdir, "gcd")
     env_kwargs = json.dumps(ENV_KWARGS)

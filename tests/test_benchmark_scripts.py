@@ -1,15 +1,15 @@
 """Benchmark scripts: the ``bench`` extra covers their imports, and a missing one stops them at once."""
 
 import ast
-import json
 import importlib.metadata
+import json
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"

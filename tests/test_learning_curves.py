@@ -31,7 +31,7 @@ def test_cells_share_a_budget_resume_and_report(tmp_path):
     report = json.loads((tmp_path / "learning_curves_ToolQA-v0.json").read_text())
     cells = {(c["method"], c["seed"]): c for c in report["cells"]}
     assert set(cells) == {(m, s) for m in ("grpo", "vspo", "gcd", "grpo-binary") for s in (0, 1)}
-    for (method, seed), cell in cells.items():
+    for (method, _seed), cell in cells.items():
         curve = cell["curve"]
         assert curve[0]["step"] == 0 and curve[0]["episodes"] == 0
         # 4 episodes a step: the budget ends a run after 3 steps, or sooner when VSPO resamples

@@ -8,11 +8,11 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 import urllib.request
 from pathlib import Path
 
 import pytest
+import tomllib
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name

@@ -12,9 +12,9 @@ each time it changes.
 
 from dataclasses import dataclass, field
 
-from agentgym.train.run.config import RunConfig, SFTConfig, TrainConfig, exit_on_config_error, parse
-from agentgym.train.methods import GCDConfig, GiGPOConfig, gcd_extensions
 from agentgym.train.loop import TrainResult, train
+from agentgym.train.methods import GCDConfig, GiGPOConfig, gcd_extensions
+from agentgym.train.run.config import RunConfig, SFTConfig, TrainConfig, exit_on_config_error, parse
 
 
 @dataclass

@@ -9,8 +9,8 @@ OUTPUT_DIR/final, a model directory the RL trainers accept as --model; it record
 trained on, and RL started from it leaves those tasks out of its task stream.
 """
 
-from agentgym.train.run.config import SFTRunConfig, exit_on_config_error, parse
 from agentgym.train.coldstart.sft import run_sft
+from agentgym.train.run.config import SFTRunConfig, exit_on_config_error, parse
 
 
 def main(config: SFTRunConfig) -> str:

@@ -11,9 +11,9 @@ per step and, at the end, held-out success and PRS return before -> after traini
 
 from dataclasses import dataclass, field
 
-from agentgym.train.run.config import RunConfig, TrainConfig, exit_on_config_error, parse
-from agentgym.train.methods import VSPO, VSPOConfig
 from agentgym.train.loop import TrainResult, train
+from agentgym.train.methods import VSPO, VSPOConfig
+from agentgym.train.run.config import RunConfig, TrainConfig, exit_on_config_error, parse
 
 
 @dataclass

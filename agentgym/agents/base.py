@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence, Union
 
 from agentgym.settings import SettingError, check_on_init
 
 Message = dict
 ChatHistory = Sequence[Message]
-Prompt = Union[ChatHistory, Sequence[int]]
+Prompt = ChatHistory | Sequence[int]
 
 
 @dataclass

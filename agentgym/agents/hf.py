@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from agentgym.agents.base import ChatHistory, Completion, Policy, Prompt, SamplingConfig, is_token_prompt
 

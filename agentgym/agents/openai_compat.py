@@ -18,10 +18,12 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from agentgym import http_request
 from agentgym.agents.base import ChatHistory, Completion, Policy, Prompt, SamplingConfig, is_token_prompt
+
 
 class OpenAIRequestError(RuntimeError):
     """The server answered with an error, or could not be reached after every retry."""

@@ -21,9 +21,10 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 # ChatML, with tool calls and tool results written in the envs' own action syntax, so a conversation
 # rendered by a tool-calling stack (TRL's GRPOTrainer) reads as the trainers' prompts do: an assistant

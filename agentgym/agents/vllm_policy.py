@@ -11,7 +11,7 @@ trainer updates.
 from __future__ import annotations
 
 import inspect
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from agentgym.agents.base import Completion, Policy, Prompt, SamplingConfig, is_token_prompt
 from agentgym.agents.hf import render_prompt_ids

@@ -12,8 +12,9 @@ import difflib
 import inspect
 import json
 import math
+from collections.abc import Iterable
 from numbers import Integral, Real
-from typing import Any, Iterable
+from typing import Any
 
 
 def positive_int(name: str, value: Any) -> int:

@@ -21,14 +21,22 @@ Every env takes ``tasks=`` (a task set folder: it plays exactly those tasks; :mo
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import gymnasium as gym
 
 from agentgym.envs import arguments
-from agentgym.envs.observations import (CHOICE_NOTE, DEFAULT_HISTORY, HISTORY_NOTE, PLAYED_MARK, ObservationView,
-                                        check_options, history_entry)
+from agentgym.envs.observations import (
+    CHOICE_NOTE,
+    DEFAULT_HISTORY,
+    HISTORY_NOTE,
+    PLAYED_MARK,
+    ObservationView,
+    check_options,
+    history_entry,
+)
 from agentgym.envs.parsing import ParsedAction, resolve_choice, sanitize
 from agentgym.envs.spaces import text_spaces
 from agentgym.envs.task_sets import TakesTaskSet, TaskDraws, set_task_ids

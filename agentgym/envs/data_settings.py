@@ -28,8 +28,9 @@ agentgym.envs.data_settings.DataSettingError: recipe.json sets env setting 'java
 from __future__ import annotations
 
 import os
+from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any, Collection, Mapping
+from typing import Any
 
 TASK_SHAPING = frozenset({
     # every env (agentgym.envs.base.AgentEnv)

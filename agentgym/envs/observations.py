@@ -27,7 +27,7 @@ Admissible actions:
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from agentgym.envs.parsing import lists_numbers, preview
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 THINK = re.compile(r"^\s*<think>(.*?)</think>", re.DOTALL)
 _ANY_TAG = re.compile(r"</?([a-zA-Z_]+)>")

@@ -23,7 +23,8 @@ caller's values alike.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from agentgym.integrations.tasksets import TaskSet
 
 
-def load_task_set(tasks: Any, split: Any = None) -> "TaskSet":
+def load_task_set(tasks: Any, split: Any = None) -> TaskSet:
     """``tasks`` as a loaded task set: a folder ``agentgym export-tasks`` wrote, or a ``TaskSet``.
     A set of several splits is narrowed to ``split`` (the env's ``split=``) when it holds a split of
     that name."""
@@ -54,7 +55,7 @@ def load_task_set(tasks: Any, split: Any = None) -> "TaskSet":
     return tasks
 
 
-def env_class_of(task_set: "TaskSet") -> type:
+def env_class_of(task_set: TaskSet) -> type:
     """The env class the set's env id is registered with."""
     from gymnasium.envs.registration import load_env_creator
 
@@ -94,7 +95,7 @@ class TakesTaskSet(type):
         return env
 
 
-def check_env_has_tasks(env: Any, task_set: "TaskSet") -> None:
+def check_env_has_tasks(env: Any, task_set: TaskSet) -> None:
     """A ``ValueError`` when ``env`` lists its tasks and some task of the set is not one of them:
     a set made by a version of agentgym whose tasks differ, or arguments that leave tasks out."""
     from agentgym import __version__
@@ -118,7 +119,7 @@ def check_env_has_tasks(env: Any, task_set: "TaskSet") -> None:
                 "with this agentgym")
 
 
-def set_task_ids(task_set: "TaskSet", split: str | None,
+def set_task_ids(task_set: TaskSet, split: str | None,
                  split_task_ids: Callable[[str], list[str] | None]) -> list[str]:
     """The set's task ids; with ``split``, those that are tasks of it (``split_task_ids`` lists a
     split's), or a ``ValueError`` when none are: a run asked for a split the set does not hold."""
@@ -139,7 +140,7 @@ class TaskDraws:
     """Which task of a set a reset starts. Draws come from a generator of their own, seeded by the
     reset seed, so the env's ``np_random`` draws as it would without a set."""
 
-    def __init__(self, task_set: "TaskSet"):
+    def __init__(self, task_set: TaskSet):
         if not task_set.tasks:
             raise ValueError(f"the task set at {task_set.where} holds no tasks")
         self.task_set = task_set

@@ -33,7 +33,8 @@ import re
 import threading
 import time
 import weakref
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import gymnasium as gym
 
@@ -52,7 +53,7 @@ SERVER_ONLY_INFO = ("game_file",)  # info keys that name files on the server
 CLOSE_WAIT_S = 30.0  # how long a reset waits for an engine that is being closed to give back its slot
 # An absolute path: "/" not inside a word or after a URL's scheme, then at least two parts.
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.~:-])/(?:[^\s/'\"`:;,()\[\]{}<>|]+/)+[^\s/'\"`:;,()\[\]{}<>|]*")
-_CLOSING: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()  # engines being closed right now
+_CLOSING: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # engines being closed right now
 
 
 def jsonable(value: Any) -> Any:

@@ -21,7 +21,8 @@ import asyncio
 import ipaddress
 import json
 import logging
-from typing import Any, Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 Message = dict[str, Any]

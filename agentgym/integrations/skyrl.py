@@ -21,7 +21,8 @@ has the episode's ``reward_components`` (agentgym.rewards.components).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import gymnasium as gym
 
@@ -52,9 +53,8 @@ def make_agentgym_env(env_id: str, kwargs: Any) -> gym.Env:
     """``gym.make(env_id, **kwargs)`` for an agentgym text env, or a one-line ValueError: the
     adapter needs the system prompt and PRS terms only agentgym envs give."""
     import agentgym  # noqa: F401  registers the envs
-    from agentgym.envs.base import AgentEnv
-
     from agentgym.envs.arguments import json_object
+    from agentgym.envs.base import AgentEnv
 
     if isinstance(kwargs, str):
         kwargs = json_object(kwargs, "env_kwargs")

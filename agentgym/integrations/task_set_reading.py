@@ -14,8 +14,9 @@ import json
 import os
 import re
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import gymnasium as gym
 

@@ -36,12 +36,21 @@ import json
 import os
 import re
 import sys
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import gymnasium as gym
 
-from agentgym.integrations.task_set_reading import (FORMAT, SPEC_FILE, TaskSet, check_split_name, is_task_set,
-                                                    load_tasks, one_line, short_repr)
+from agentgym.integrations.task_set_reading import (
+    FORMAT,
+    SPEC_FILE,
+    TaskSet,
+    check_split_name,
+    is_task_set,
+    load_tasks,
+    one_line,
+    short_repr,
+)
 from agentgym.leaderboard.tasks import TaskRef
 
 __all__ = ["FORMAT", "SPEC_FILE", "TaskSet", "describe_tasks", "export_tasks", "is_task_set", "load_tasks", "main"]
@@ -54,7 +63,7 @@ def _yaml_value(value: Any) -> str:
 
 # ----- writing ------------------------------------------------------------------------------
 def export_tasks(env_id: str, split: str, out: str, env_kwargs: Mapping[str, Any] | None = None,
-                 select: Sequence[str] | None = None, limit: int | None = None) -> "TaskSet":
+                 select: Sequence[str] | None = None, limit: int | None = None) -> TaskSet:
     """Write the tasks of ``env_id`` on ``split`` (filtered by ``select`` globs, the first ``limit``)
     into the set at ``out`` (a new or empty folder, or a set of the same env and kwargs, whose
     other splits are kept); returns the split written, as a :class:`TaskSet`."""

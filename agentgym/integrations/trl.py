@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import gymnasium as gym
 

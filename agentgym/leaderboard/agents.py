@@ -26,8 +26,9 @@ subclass of :class:`agentgym.agents.Policy` is wrapped in :class:`PolicyAgent`.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -130,7 +131,7 @@ class RandomAgent(Agent):
             words = _WORD.findall(ep.observations[-1]) or ["nothing"]
             picked = " ".join(words[int(ep.rng.integers(len(words)))] for _ in range(2))
             if ep.rng.random() < 0.5:
-                out.append('<tool_call>{"name": "search", "arguments": {"query": "%s"}}</tool_call>' % picked)
+                out.append('<tool_call>{"name": "search", "arguments": {"query": "%s"}}</tool_call>' % picked)  # noqa: UP031 (JSON's braces)
             else:
                 out.append(f"<answer>{picked.split()[0]}</answer>")
         return out

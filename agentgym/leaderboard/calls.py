@@ -20,8 +20,9 @@ import math
 import queue
 import re
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 _CONTEXT = re.compile(r"context (length|window)|maximum context|too many tokens|prompt is too long", re.I)
 

@@ -10,7 +10,8 @@ depends on close the file.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from agentgym.leaderboard.stats import OUTCOMES
 

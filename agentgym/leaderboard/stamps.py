@@ -12,9 +12,10 @@ import hashlib
 import json
 import os
 import subprocess
+from collections.abc import Iterable
 from functools import lru_cache
 from importlib import metadata
-from typing import Any, Iterable
+from typing import Any
 
 ENGINES = ("textworld", "alfworld", "scienceworld")
 # Engine versions our published numbers were made with (pyproject.toml pins the same ones).

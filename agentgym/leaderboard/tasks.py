@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import gymnasium as gym
 

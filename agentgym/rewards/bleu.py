@@ -34,8 +34,8 @@ Worked examples (these are tests too):
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable
 
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.helpers import extract_all_word_ngrams

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Sequence
+from collections.abc import Sequence
 
 from agentgym.rewards.fact_check import STOPWORDS, content_words
 from agentgym.rewards.qa_metrics import normalize_answer

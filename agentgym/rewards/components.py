@@ -31,7 +31,8 @@ True
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from agentgym.rewards.prs import PRSSpec
 

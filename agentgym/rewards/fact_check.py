@@ -24,7 +24,7 @@ and cannot tell apart):
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from agentgym.rewards.qa_metrics import normalize_answer
 

@@ -26,8 +26,8 @@ import os
 import re
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from agentgym import http_request
 from agentgym.rewards.claims import conflicting_specifics, stated_in_sentences, unsupported_excess

@@ -19,8 +19,9 @@ from the early terms to the later ones. :class:`PRSSchedule` gives the stage for
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Mapping, Sequence
+from typing import Literal
 
 Aggregate = Literal["mean", "last", "max"]
 
@@ -58,7 +59,7 @@ class PRSSpec:
         return len(self.stages) - 1
 
     def with_weights(self, weights: Mapping[str, float] | Sequence[float] | None = None,
-                     tau_fmt: float | None = None) -> "PRSSpec":
+                     tau_fmt: float | None = None) -> PRSSpec:
         """A copy with other weights (a mapping, or a sequence in term order) or format gate."""
         new_weights = dict(self.weights)
         if weights is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
 # Answers are cut to this many characters (or four times the longest reference, if more) before
 # any metric or judge sees them: far past any length a metric rewards, so no score changes, while a

@@ -19,7 +19,8 @@ import math
 import os
 import sys
 import urllib.parse
-from typing import Any, Collection, Sequence
+from collections.abc import Collection, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -97,8 +98,8 @@ def trained_extensions(model_dir: str):
     """The extensions a checkpoint was trained with, with its recorded state (none for a directory
     that is not a trainer checkpoint): their ``system_prompt`` is the prompt training used (GCD's
     "Common mistakes" list)."""
-    from agentgym.train.methods import recorded_extensions
     from agentgym.train.hooks import Extensions
+    from agentgym.train.methods import recorded_extensions
 
     record = trainer_record(model_dir)
     return Extensions() if record is None else recorded_extensions(record.config, record.state.extension)

@@ -51,15 +51,16 @@ the others are averaged (:func:`agentgym.train.optim.distributed.reduce_metrics`
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from agentgym.agents.base import Policy
 from agentgym.train.rollout.episodes import Episode, GroupRequest
-from agentgym.train.run.view import RunView
 from agentgym.train.rollout.samples import Sample
+from agentgym.train.run.view import RunView
 
 if TYPE_CHECKING:
     import torch
@@ -121,13 +122,13 @@ class MicroBatch:
     kind: str
     """the samples' kind (a micro-batch holds one kind: ``policy``, GCD's ``judge``...)"""
     samples: Sequence[Sample]
-    input_ids: "torch.Tensor"
+    input_ids: torch.Tensor
     """``[batch, length]``"""
-    attention_mask: "torch.Tensor"
+    attention_mask: torch.Tensor
     """``[batch, length]``, 0 on padding"""
-    logprobs: "torch.Tensor"
+    logprobs: torch.Tensor
     """``[batch, length - 1]`` next-token log-probabilities under the current policy, with grad"""
-    hidden: "torch.Tensor | None" = None
+    hidden: torch.Tensor | None = None
     """``[batch, length, hidden]`` the policy's last hidden state (after its final norm), with
     grad; only when an extension of the batch has ``needs_hidden_states``"""
 
@@ -183,7 +184,7 @@ class TrainerExtension:
         and :meth:`extra_loss` is not called for a micro-batch whose samples all hold none."""
         return 0
 
-    def extra_loss(self, batch: MicroBatch) -> "tuple[torch.Tensor, dict[str, float]] | None":
+    def extra_loss(self, batch: MicroBatch) -> tuple[torch.Tensor, dict[str, float]] | None:
         """A loss term of the extension's own on one micro-batch of the update: the *sum* over the
         micro-batch's :meth:`loss_items` of its per-item loss, its weight included, with grad (to
         the policy through ``batch.logprobs`` / ``batch.hidden``, and to the extension's own

@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from agentgym.train.run.config import TrainConfig
 from agentgym.train.hooks import TrainerExtension
-from agentgym.train.run.setup import RunSetup, save, set_up
-from agentgym.train.run.setup import cold_start  # noqa: F401  (its import path before run_setup existed)
+from agentgym.train.run.config import TrainConfig
+from agentgym.train.run.setup import (
+    RunSetup,
+    cold_start,  # noqa: F401  (its import path before run_setup existed)
+    save,
+    set_up,
+)
 from agentgym.train.run.state import RunState, split_scores
 
 
@@ -54,8 +59,8 @@ def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=N
     ``success_rate`` and ``prs_return`` (each split played from the same seeds as if alone)."""
     import torch
 
-    from agentgym.train.run.checkpoint import rng_state, set_rng_state
     from agentgym.train.evaluate import evaluate
+    from agentgym.train.run.checkpoint import rng_state, set_rng_state
 
     r, e = config.rollout, config.eval
     results = {}

@@ -28,8 +28,9 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 MOVED: dict[str, str] = {
     "agentgym.train.config": "agentgym.train.run.config",

@@ -18,7 +18,8 @@ on.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
@@ -39,7 +40,7 @@ class Backend(ABC):
 
     name: str = "base"
 
-    def __init__(self, factory: EnvFactory, num_envs: int, options: "BackendOptions"):
+    def __init__(self, factory: EnvFactory, num_envs: int, options: BackendOptions):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.factory = factory
@@ -144,7 +145,7 @@ class SyncBackend(Backend):
 
     name = "sync"
 
-    def __init__(self, factory: EnvFactory, num_envs: int, options: "SyncOptions"):
+    def __init__(self, factory: EnvFactory, num_envs: int, options: SyncOptions):
         super().__init__(factory, num_envs, options)
         self.host = EnvHost(factory, list(range(self.num_envs)), sticky_calls=self.sticky_calls)
         self.env_description = self.host.describe_env()

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import gymnasium as gym
 
@@ -41,7 +42,7 @@ class EnvFactory:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_id(cls, env_id: str, **kwargs: Any) -> "EnvFactory":
+    def from_id(cls, env_id: str, **kwargs: Any) -> EnvFactory:
         return cls(spec=gym.spec(env_id), kwargs=dict(kwargs))
 
     @property

@@ -8,7 +8,8 @@ every step and is kept lean: arrays are made once per key, with dtypes looked up
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

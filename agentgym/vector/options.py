@@ -21,8 +21,9 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 import numbers
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentgym.vector.host import DEFAULT_STICKY_CALLS, EnvFactory
 
@@ -59,7 +60,7 @@ class BackendOptions:
             raise ValueError(f"sticky_calls must be a sequence of method names, got {calls!r}")
         object.__setattr__(self, "sticky_calls", tuple(calls))
 
-    def build(self, factory: EnvFactory, num_envs: int) -> "Backend":
+    def build(self, factory: EnvFactory, num_envs: int) -> Backend:
         """The backend these options describe, holding ``num_envs`` envs made by ``factory``."""
         raise NotImplementedError
 
@@ -71,7 +72,7 @@ class SyncOptions(BackendOptions):
 
     name: ClassVar[str] = "sync"
 
-    def build(self, factory: EnvFactory, num_envs: int) -> "Backend":
+    def build(self, factory: EnvFactory, num_envs: int) -> Backend:
         from agentgym.vector.backend import SyncBackend
 
         return SyncBackend(factory, num_envs, self)
@@ -120,7 +121,7 @@ class ProcessOptions(WorkerOptions):
         if self.mp_context is not None and self.mp_context not in methods:
             raise ValueError(f"mp_context must be one of {methods} or None, got {self.mp_context!r}")
 
-    def build(self, factory: EnvFactory, num_envs: int) -> "Backend":
+    def build(self, factory: EnvFactory, num_envs: int) -> Backend:
         from agentgym.vector.process import ProcessBackend
 
         return ProcessBackend(factory, num_envs, self)
@@ -150,7 +151,7 @@ class RayOptions(WorkerOptions):
                 raise ValueError(f"{name} must be a dict with str keys, got {given!r}")
             object.__setattr__(self, name, {**defaults, **given})
 
-    def build(self, factory: EnvFactory, num_envs: int) -> "Backend":
+    def build(self, factory: EnvFactory, num_envs: int) -> Backend:
         from agentgym.vector.ray_backend import RayBackend
 
         return RayBackend(factory, num_envs, self)

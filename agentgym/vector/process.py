@@ -17,7 +17,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import multiprocessing as mp
-from multiprocessing import resource_tracker
 import os
 import pickle
 import select
@@ -25,14 +24,16 @@ import signal
 import time
 import weakref
 from collections import deque
-from typing import Any, Mapping
+from collections.abc import Mapping
+from multiprocessing import resource_tracker
+from typing import Any
 
 from agentgym.vector.backend import Backend
 from agentgym.vector.host import EnvFactory, Job, Result
 from agentgym.vector.options import ProcessOptions
 from agentgym.vector.worker import worker_main
 
-_LIVE_BACKENDS: "weakref.WeakSet[ProcessBackend]" = weakref.WeakSet()
+_LIVE_BACKENDS: weakref.WeakSet[ProcessBackend] = weakref.WeakSet()
 
 
 @atexit.register

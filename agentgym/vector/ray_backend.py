@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from gymnasium.error import DependencyNotInstalled
 

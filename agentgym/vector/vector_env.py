@@ -25,7 +25,8 @@ What it adds to Gymnasium's ``VectorEnv`` contract (docs/vector.md has the long 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -371,7 +372,7 @@ class AgentVectorEnv(VectorEnv):
             raise ValueError("send_reset() takes env_ids, not options['reset_mask']")
         self._submit(self._reset_jobs(ids, seed, options))
 
-    def recv(self, min_envs: int = 1, timeout: float | None = None) -> "ReadyBatch":
+    def recv(self, min_envs: int = 1, timeout: float | None = None) -> ReadyBatch:
         """Wait until at least ``min_envs`` of the envs sent to are done (or ``timeout`` seconds
         pass), then return every result that is ready, ordered by env id.
 

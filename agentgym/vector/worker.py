@@ -25,7 +25,8 @@ import signal
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agentgym.vector.host import EnvFactory, EnvHost, describe
 

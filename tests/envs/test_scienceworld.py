@@ -170,7 +170,7 @@ def test_turn_limit_and_binary_reward():
     e = gym.make("ScienceWorld-v0", task="boil", max_turns=3, reward_mode="binary", admissible_actions=False)
     _, info = e.reset(seed=0)
     assert "admissible_actions" not in info
-    for i in range(3):
+    for _ in range(3):
         _, r, term, trunc, info = e.step("look around")
         assert r == 0.0 and not term
     assert trunc and info["success"] is False and "episode_terms" in info

@@ -9,10 +9,10 @@ import textwrap
 import gymnasium as gym
 import psutil
 import pytest
+from processes import java_children, wait_gone
 
 import agentgym  # noqa: F401  registers the envs
 from agentgym.envs.scienceworld.tasks import SPLIT_SIZES, TASK_NAMES, split_variations
-from processes import java_children, wait_gone
 
 pytest.importorskip("scienceworld")
 from agentgym.envs.scienceworld.engine import EngineFailure, ScienceWorldEngine  # noqa: E402

@@ -119,7 +119,7 @@ def test_what_is_not_a_set_of_this_env_is_refused_in_one_line(toolqa_set, tmp_pa
     assert "is not a task set: it has no environment.yaml" in refused("ToolQA-v0", str(tmp_path))
     assert "is not a task set" in refused("ToolQA-v0", str(tmp_path / "nowhere"))
     assert "tasks must be a task set folder" in refused("ToolQA-v0", 3)
-    assert f"holds ToolQA-v0 tasks, which ALFWorldEnv does not play: make it with gym.make('ToolQA-v0'" in refused(
+    assert "holds ToolQA-v0 tasks, which ALFWorldEnv does not play: make it with gym.make('ToolQA-v0'" in refused(
         "ALFWorld-v0", toolqa_set)
     # the same env class under another id: the long-form env has none of the short questions
     assert "are not tasks of ToolQAEnv on split 'test'" in refused("ToolQA-LongForm-v0", toolqa_set)

@@ -10,9 +10,9 @@ import anyio  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
+from servers import subprocess_env  # noqa: E402
 
 import agentgym  # noqa: E402,F401
-from servers import subprocess_env  # noqa: E402
 
 
 def session_with(check, *args):

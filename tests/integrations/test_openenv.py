@@ -17,13 +17,13 @@ import pytest
 
 pytest.importorskip("openenv")
 from openenv.core.generic_client import GenericEnvClient  # noqa: E402
+from processes import wait_gone  # noqa: E402
+from servers import Server, subprocess_env  # noqa: E402
 from websockets.exceptions import ConnectionClosed, InvalidStatus  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
 import agentgym  # noqa: E402,F401
 from agentgym.integrations.openenv import AgentGymClient, for_clients, jsonable  # noqa: E402
-from processes import wait_gone  # noqa: E402
-from servers import Server, subprocess_env  # noqa: E402
 
 TOOLQA = {"question_kinds": ["single_hop"], "max_turns": 4, "expert": True}
 

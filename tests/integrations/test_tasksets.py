@@ -354,9 +354,9 @@ def test_malformed_task_sets_are_refused_in_one_short_line(tmp_path):
         folder = str(tmp_path / case.replace(" ", "_"))
         shutil.copytree(good, folder)
         mutate(folder)
-        one_line(case, "load_tasks", lambda: load_tasks(folder), ValueError)
-        one_line(case, "gym.make", lambda: gym.make("ToolQA-v0", tasks=folder), ValueError)
-        one_line(case, "export-tasks", lambda: main(["export-tasks", "ToolQA-v0", "--split", "valid", "--out", folder,
+        one_line(case, "load_tasks", lambda folder=folder: load_tasks(folder), ValueError)
+        one_line(case, "gym.make", lambda folder=folder: gym.make("ToolQA-v0", tasks=folder), ValueError)
+        one_line(case, "export-tasks", lambda folder=folder: main(["export-tasks", "ToolQA-v0", "--split", "valid", "--out", folder,
                                                      "--limit", "1"]), SystemExit)
     assert not problems, "\n".join(problems)
 

@@ -20,8 +20,9 @@ if CHROMIUM is None:
     pytest.skip("no system Chromium to drive (apt-get install chromium, or AGENTGYM_CHROMIUM=PATH)",
                 allow_module_level=True)
 
-import agentgym  # noqa: E402,F401
 from servers import Server  # noqa: E402
+
+import agentgym  # noqa: E402,F401
 
 TOOLQA = {"question_kinds": ["single_hop"], "max_turns": 4, "expert": True}
 

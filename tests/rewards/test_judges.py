@@ -2,8 +2,15 @@ import time
 
 import pytest
 
-from agentgym.rewards.judges import (JudgeOutputError, JudgeUnavailable, OpenAIJudge, ReferenceCoverageJudge,
-                                     judge_messages, make_judge, parse_judge_score)
+from agentgym.rewards.judges import (
+    JudgeOutputError,
+    JudgeUnavailable,
+    OpenAIJudge,
+    ReferenceCoverageJudge,
+    judge_messages,
+    make_judge,
+    parse_judge_score,
+)
 
 FACTS = ["aerospace", "Tesk", "1901", "Ana Vo"]
 REFERENCE = "Zuces Works is an aerospace company headquartered in Tesk. It was founded in 1901 by Ana Vo."

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from agentgym.train.run.checkpoint_record import CheckpointRecord, read_checkpoint
 from agentgym.train.methods import recorded_extensions
+from agentgym.train.run.checkpoint_record import read_checkpoint
 from agentgym.train.run.state import RunState
 from agentgym.train.run.state_file import TrainerStateError, read_state, write_state
 

@@ -16,8 +16,14 @@ import pytest
 import torch
 
 from agentgym.train.run.checkpoint import CheckpointError, load_trainer_state, resume_point, save_checkpoint
-from agentgym.train.run.state_file import (LEGACY_NAME, TENSORS_NAME, TrainerStateError, convert_legacy, read_state,
-                                           write_state)
+from agentgym.train.run.state_file import (
+    LEGACY_NAME,
+    TENSORS_NAME,
+    TrainerStateError,
+    convert_legacy,
+    read_state,
+    write_state,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 

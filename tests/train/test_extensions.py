@@ -7,8 +7,8 @@ checked exactly; tests/trainers/test_methods.py runs the same extensions on the 
 import numpy as np
 import pytest
 
-from agentgym.train.methods import DAPO, VSPO, DAPOConfig, GiGPO, GiGPOConfig, VSPOConfig
 from agentgym.train.hooks import Extensions, SampleKind, StepContext, TrainerExtension
+from agentgym.train.methods import DAPO, VSPO, DAPOConfig, GiGPO, GiGPOConfig, VSPOConfig
 from agentgym.train.rollout.episodes import Episode, GroupRequest
 from agentgym.train.rollout.samples import episode_samples
 

@@ -7,7 +7,7 @@ from typing import Annotated, ClassVar
 import pytest
 
 from agentgym.train.run.config import TrainConfig, build, parse
-from agentgym.train.run.flags import Flat, FlagClash
+from agentgym.train.run.flags import FlagClash, Flat
 
 
 @dataclass

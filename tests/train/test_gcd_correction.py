@@ -4,8 +4,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentgym.train.methods.gcd.correction import (MISTAKES_HEADER, CorrectionState, inject_mistakes,
-                                                   mistakes_summary_prompt, parse_mistakes, summarize_mistakes)
+from agentgym.train.methods.gcd.correction import (
+    MISTAKES_HEADER,
+    CorrectionState,
+    inject_mistakes,
+    mistakes_summary_prompt,
+    parse_mistakes,
+    summarize_mistakes,
+)
 from agentgym.train.methods.gcd.judge import critique_of, rule_critique
 
 SYSTEM = "You are an agent in a house. Answer with one command per turn."

@@ -10,18 +10,18 @@ import time
 
 import numpy as np
 import pytest
+from toy_env import ToyLookupEnv
 
 from agentgym.agents.base import Completion
-from agentgym.train.rollout.chat import ChatEncoder
-from agentgym.train.run.config import TrainConfig, build
+from agentgym.train.hooks import Extensions, StepContext
 from agentgym.train.methods import GCD, GCDConfig
 from agentgym.train.methods.gcd.correction import MISTAKES_HEADER
 from agentgym.train.methods.gcd.external import JudgeUnavailable
 from agentgym.train.methods.gcd.judge import judge_prompt
-from agentgym.train.hooks import Extensions, StepContext
+from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.rollout.episodes import Episode, RolloutConfig, collect_episodes
+from agentgym.train.run.config import TrainConfig, build
 from agentgym.train.run.helpers import make_env_batch
-from toy_env import ToyLookupEnv
 
 
 class ScriptedPolicy:

@@ -2,8 +2,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentgym.train.methods.gcd.judge import (MAX_CRITIQUE_CHARS, critique_of, judge_prompt, judge_reward,
-                                              judge_sft_target, parse_verdict, rule_critique)
+from agentgym.train.methods.gcd.judge import (
+    MAX_CRITIQUE_CHARS,
+    critique_of,
+    judge_prompt,
+    judge_reward,
+    judge_sft_target,
+    parse_verdict,
+    rule_critique,
+)
 
 # pieces that make the parser's job hard, glued together at random with arbitrary text
 FRAGMENTS = ["<judge>", "</judge>", "< judge >", "</ JUDGE>", "<Judge", "judge>", "<", ">", "/", "good",

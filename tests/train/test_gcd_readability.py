@@ -69,8 +69,8 @@ def test_realistic_garble_scores_below_the_threshold(toolqa_text):
 
 def test_text_sampled_from_a_freshly_built_tiny_model_is_not_readable(tiny, toolqa_text):
     from agentgym.agents import HFPolicy, SamplingConfig
-    from agentgym.train.rollout.chat import ChatEncoder
     from agentgym.train.methods.gcd.correction import mistakes_summary_prompt
+    from agentgym.train.rollout.chat import ChatEncoder
 
     model, tokenizer = tiny
     ids = ChatEncoder(tokenizer).prompt_ids(mistakes_summary_prompt(["The action was invalid. Nothing changed."]))

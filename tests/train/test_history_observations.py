@@ -10,10 +10,10 @@ pytest.importorskip("alfworld")
 
 from agentgym.agents import Completion, Policy, SamplingConfig
 from agentgym.envs.alfworld.generate import generate
-from agentgym.train.run.config import ConfigError, SFTRunConfig, TrainConfig, build
-from agentgym.train.methods.gigpo import anchors_of
 from agentgym.train.methods.gcd.steps import labelled_steps
+from agentgym.train.methods.gigpo import anchors_of
 from agentgym.train.rollout.episodes import RolloutConfig, collect_episodes
+from agentgym.train.run.config import ConfigError, SFTRunConfig, TrainConfig, build
 from agentgym.train.run.helpers import make_env_batch
 
 HISTORY = {"observation": "history+admissible", "history": 1, "action_format": "choice", "max_turns": 4}

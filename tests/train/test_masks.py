@@ -3,17 +3,17 @@ exactly the tokens the model generated from."""
 
 import pytest
 import torch
+from toy_env import ToyLookupEnv
 
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.agents.base import Completion, Policy
 from agentgym.prompts import episode_to_messages
-from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.optim.loss import LossConfig, policy_loss
+from agentgym.train.optim.update import pad_batch, sample_logprobs
+from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.rollout.episodes import RolloutConfig, collect_episodes
 from agentgym.train.rollout.samples import episode_samples
 from agentgym.train.run.helpers import make_env_batch
-from agentgym.train.optim.update import pad_batch, sample_logprobs
-from toy_env import ToyLookupEnv
 
 
 def scripted_completion(tokenizer, text):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import agentgym.train
-from agentgym.train.moved import BECAME_PACKAGE, MOVED, new_path
+from agentgym.train.moved import MOVED, new_path
 
 TRAIN = Path(agentgym.train.__file__).parent
 
@@ -94,7 +94,7 @@ def test_a_moved_package_takes_its_submodules_with_it():
 
 def test_a_methods_math_and_its_extension_import_from_both_former_paths():
     from agentgym.train.extensions.vspo import VSPO
-    from agentgym.train.vspo import ValueBuffer
     from agentgym.train.methods import vspo
+    from agentgym.train.vspo import ValueBuffer
 
     assert (VSPO, ValueBuffer) == (vspo.VSPO, vspo.ValueBuffer)

@@ -6,11 +6,10 @@ import pytest
 import torch
 
 from agentgym.agents.base import Completion
-from agentgym.train.run.config import ConfigError
-from agentgym.train.methods.ppo import PPOConfig, value_positions
-from agentgym.train.methods.ppo import explained_variance, gae, value_loss, whiten
+from agentgym.train.methods.ppo import PPOConfig, explained_variance, gae, value_loss, value_positions, whiten
 from agentgym.train.rollout.episodes import Episode, Turn
 from agentgym.train.rollout.samples import episode_samples
+from agentgym.train.run.config import ConfigError
 
 
 def test_gae_over_three_turns_matches_the_hand_computed_numbers():

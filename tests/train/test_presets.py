@@ -102,8 +102,8 @@ def test_the_alfworld_tiny_preset_is_made_by_the_env_and_wants_the_window_layout
 def test_a_cold_start_output_starts_rl_and_eval_on_the_env_it_recorded(tmp_path, capsys):
     """`auto` with a model directory that records env kwargs (a cold start of the tiny model)
     replays them, so RL from it plays what the cold start played."""
-    from agentgym.train.evaluate import trained_env_kwargs
     from agentgym.train.coldstart.sft import run_sft
+    from agentgym.train.evaluate import trained_env_kwargs
 
     final = run_sft(build(SFTRunConfig, model="tiny", env_kwargs='{"top_k": 2}', num_steps=1, num_episodes=2,
                           batch_size=2, micro_batch_size=2, output_dir=str(tmp_path), progress=False,

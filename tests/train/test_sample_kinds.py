@@ -5,8 +5,8 @@ import copy
 import torch
 
 from agentgym.train.optim.loss import LossConfig
-from agentgym.train.rollout.samples import Sample
 from agentgym.train.optim.update import train_step
+from agentgym.train.rollout.samples import Sample
 
 
 def step_metrics(model, samples, **kw):

@@ -6,8 +6,13 @@ import sys
 
 import pytest
 
-from agentgym.train.run.threads import (available_cores, cgroup_cpu_limit, default_threads, prefer_passive_wait,
-                                        set_cpu_threads)
+from agentgym.train.run.threads import (
+    available_cores,
+    cgroup_cpu_limit,
+    default_threads,
+    prefer_passive_wait,
+    set_cpu_threads,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -50,5 +50,5 @@ class ToyLookupEnv(AgentEnv):
 
     def _expert_action(self):
         if self._turn == 0:
-            return '<tool_call>{"name": "lookup", "arguments": {"key": "%s"}}</tool_call>' % self.key
+            return '<tool_call>{"name": "lookup", "arguments": {"key": "%s"}}</tool_call>' % self.key  # noqa: UP031 (JSON's braces)
         return f"<answer>{WORDS[self.key]}</answer>"

@@ -17,9 +17,10 @@ def _one_thread(one_cpu_thread):
 @pytest.fixture(scope="session")
 def cold_model(tmp_path_factory):
     """The tiny model after a short cold start: its rollouts have reward spread in some groups."""
-    from agentgym.train.run.config import SFTRunConfig, build
-    from agentgym.train.coldstart.sft import run_sft
     from trainer_helpers import TOOLQA_SMALL
+
+    from agentgym.train.coldstart.sft import run_sft
+    from agentgym.train.run.config import SFTRunConfig, build
 
     out = tmp_path_factory.mktemp("cold")
     return run_sft(build(SFTRunConfig, model="tiny", env_kwargs=TOOLQA_SMALL, num_steps=100, num_episodes=64, seed=0,

@@ -4,18 +4,18 @@ stopped, every method trains, and the ratio's denominator is what the sampler re
 
 import json
 
-import pytest
-import torch
-from safetensors.torch import load_file
-
 import dapo
 import gcd
 import grpo
+import pytest
+import torch
 import vspo
+from safetensors.torch import load_file
+from trainer_helpers import small_config
+
 from agentgym.train.hooks import TrainerExtension
 from agentgym.train.loop import train
 from agentgym.train.run.config import ConfigError
-from trainer_helpers import small_config
 
 VOLATILE = ("time/", "tokens_per_second")
 

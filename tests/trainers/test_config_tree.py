@@ -3,18 +3,18 @@ they are, so a flag reaches every place that uses its setting."""
 
 from dataclasses import fields
 
-import pytest
-
 import dapo
 import gcd
 import gigpo
 import ppo
+import pytest
 import vspo
-from agentgym.agents import Completion, Policy, SamplingConfig
+from trainer_helpers import TOOLQA_SMALL
+
+from agentgym.agents import Policy, SamplingConfig
 from agentgym.train.run import config as cfgmod
 from agentgym.train.run.config import SFTRunConfig, TrainConfig, build, parse
 from agentgym.train.run.flags import settings
-from trainer_helpers import TOOLQA_SMALL
 
 
 def test_every_flat_name_means_one_setting_across_the_trainers():

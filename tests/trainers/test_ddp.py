@@ -10,10 +10,10 @@ import sys
 
 import pytest
 import torch
-
-from agentgym.train.run.config import ConfigError, TrainConfig, build, parse
-from agentgym.train.optim.distributed import Dist, reduce_metrics
 from trainer_helpers import TOOLQA_SMALL, small_config
+
+from agentgym.train.optim.distributed import Dist, reduce_metrics
+from agentgym.train.run.config import ConfigError, TrainConfig, build, parse
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VOLATILE = ("time/", "tokens_per_second")

@@ -8,6 +8,7 @@ import gcd
 import gigpo
 import ppo
 import vspo
+
 from agentgym.train.run.config import SFTRunConfig, TrainConfig, flag_rows
 
 DOC = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "trainers.md")).read()

@@ -10,9 +10,9 @@ import pytest
 pytest.importorskip("alfworld")
 
 from agentgym.envs.alfworld.generate import generate
+from agentgym.train.coldstart.expert import expert_episode
 from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.run.config import TrainConfig, build
-from agentgym.train.coldstart.expert import expert_episode
 from agentgym.train.run.helpers import load_tokenizer
 
 OPTIONS = {"observation": "history+admissible", "history": 2, "action_format": "choice"}
@@ -42,8 +42,8 @@ def test_expert_samples_prompt_with_the_latest_observation_only(root, tiny_path)
 @pytest.mark.slow
 def test_a_checkpoint_trained_with_the_options_is_evaluated_and_boarded_with_them(root, tmp_path, tiny_path):
     from agentgym.cli import main as cli_main
-    from agentgym.leaderboard.specs import make_agent
     from agentgym.envs.data_settings import DataSettingError
+    from agentgym.leaderboard.specs import make_agent
     from agentgym.train.evaluate import trained_env_kwargs
     from agentgym.train.loop import train
     from agentgym.train.run.presets import resolve_env_kwargs

@@ -11,17 +11,17 @@ import json
 import socket
 import time
 
+import gcd
 import pytest
 import torch
 from safetensors.torch import load_file
+from trainer_helpers import TOOLQA_SMALL, small_config
 
-import gcd
-from agentgym.train.run.config import SFTRunConfig, build
+from agentgym.train.coldstart.sft import _recipe, read_record, run_sft
 from agentgym.train.methods.gcd.correction import MISTAKES_HEADER
 from agentgym.train.methods.gcd.judge import parse_verdict
-from agentgym.train.coldstart.sft import _recipe, read_record, run_sft
+from agentgym.train.run.config import SFTRunConfig, build
 from agentgym.train.run.state_file import read_state
-from trainer_helpers import TOOLQA_SMALL, small_config
 
 VOLATILE = ("time/", "tokens_per_second")
 JUDGE = dict(k=2, max_judged_steps=4, balance="none", judge_max_new_tokens=12, correction_every=1,
@@ -117,9 +117,9 @@ def test_gcd_runs_alfworld_in_the_window_layout(tmp_path):
 
 def test_cold_start_mixes_balanced_judge_samples_and_keeps_the_old_recipe_without(tmp_path, capsys):
     from agentgym.agents.tiny import resolve_model_path
+    from agentgym.train.coldstart.sft import judge_samples
     from agentgym.train.rollout.chat import ChatEncoder
     from agentgym.train.run.helpers import load_tokenizer
-    from agentgym.train.coldstart.sft import judge_samples
 
     kw = dict(model="tiny", env_kwargs=TOOLQA_SMALL, num_episodes=8, seed=0, progress=False, tensorboard=False)
     plain = build(SFTRunConfig, **kw)
@@ -138,7 +138,8 @@ def test_cold_start_mixes_balanced_judge_samples_and_keeps_the_old_recipe_withou
 def test_held_out_evaluation_and_agentgym_eval_use_the_trained_list(tmp_path, capsys):
     from agentgym.agents import Completion, Policy, SamplingConfig
     from agentgym.train import loop
-    from agentgym.train.evaluate import evaluate, main as eval_main, trained_mistakes
+    from agentgym.train.evaluate import evaluate, trained_mistakes
+    from agentgym.train.evaluate import main as eval_main
 
     class SeesPrompts(Policy):
         sampling = SamplingConfig(max_new_tokens=4)

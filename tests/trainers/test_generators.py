@@ -14,13 +14,13 @@ from types import SimpleNamespace
 import pytest
 import torch
 from safetensors.torch import load_file
+from trainer_helpers import small_config
 
 from agentgym.agents import HFPolicy, OpenAIRequestError, SamplingConfig
-from agentgym.train.run.config import ConfigError, vllm_installed
-from agentgym.train.rollout.generators import GeneratorError, ServerGenerator
 from agentgym.train.hooks import TrainerExtension
 from agentgym.train.loop import train
-from trainer_helpers import small_config
+from agentgym.train.rollout.generators import GeneratorError, ServerGenerator
+from agentgym.train.run.config import ConfigError, vllm_installed
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 

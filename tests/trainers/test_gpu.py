@@ -2,12 +2,12 @@
 
 import math
 
+import grpo
 import pytest
 import torch
-
-import grpo
-from agentgym.train.run.config import TrainConfig, build
 from trainer_helpers import TOOLQA_SMALL
+
+from agentgym.train.run.config import TrainConfig, build
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]

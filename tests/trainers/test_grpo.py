@@ -1,13 +1,13 @@
 import json
 import os
 
+import grpo
 import pytest
 import torch
 from safetensors.torch import load_file
-
-import grpo
-from agentgym.train.loop import run_eval
 from trainer_helpers import TOOLQA_SMALL, small_config
+
+from agentgym.train.loop import run_eval
 
 VOLATILE = ("time/", "tokens_per_second")
 
@@ -141,8 +141,8 @@ def test_resume_survives_a_partial_last_metrics_line_and_keeps_the_before_evalua
 
 
 def test_a_half_written_cold_start_is_rebuilt_not_loaded(tmp_path):
-    from agentgym.train.run.config import SFTRunConfig, build
     from agentgym.train.coldstart.sft import is_complete, reusable, run_sft
+    from agentgym.train.run.config import SFTRunConfig, build
 
     cfg = build(SFTRunConfig, model="tiny", env_kwargs=TOOLQA_SMALL, num_steps=2, num_episodes=4, batch_size=4,
                 output_dir=str(tmp_path / "sft"), quiet=True, progress=False, tensorboard=False)

@@ -12,16 +12,16 @@ numbers beyond seed noise.
 
 import json
 
-import pytest
-import torch
-
 import grpo
+import pytest
 import sft
+import torch
+from trainer_helpers import TOOLQA_SMALL
+
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.train.evaluate import evaluate
-from agentgym.train.run.helpers import load_model, load_tokenizer
 from agentgym.train.run.config import SFTRunConfig, TrainConfig, build
-from trainer_helpers import TOOLQA_SMALL
+from agentgym.train.run.helpers import load_model, load_tokenizer
 
 SAMPLING = SamplingConfig(max_new_tokens=40, temperature=1.0)
 SEED = 1

@@ -5,18 +5,18 @@ import json
 import subprocess
 import sys
 
-import pytest
-import torch
-from safetensors.torch import load_file
-
 import dapo
 import gigpo
 import grpo
+import pytest
+import torch
 import vspo
+from safetensors.torch import load_file
+from trainer_helpers import TOOLQA_SMALL, small_config
+
 from agentgym.train.coldstart.sft import read_record
 from agentgym.train.rollout.tasks import TaskStream
 from agentgym.train.run.state_file import read_state
-from trainer_helpers import TOOLQA_SMALL, small_config
 
 VOLATILE = ("time/", "tokens_per_second")
 

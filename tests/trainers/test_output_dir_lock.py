@@ -4,12 +4,12 @@ import subprocess
 import sys
 
 import pytest
-
 import sft
-from agentgym.locks import DirectoryInUse
-from agentgym.train.run.config import SFTRunConfig, build
-from agentgym.train.loop import train
 from trainer_helpers import TOOLQA_SMALL, small_config
+
+from agentgym.locks import DirectoryInUse
+from agentgym.train.loop import train
+from agentgym.train.run.config import SFTRunConfig, build
 
 HOLD = "import sys; from agentgym.locks import lock_dir; lock_dir(sys.argv[1]); print('held', flush=True); sys.stdin.read()"
 

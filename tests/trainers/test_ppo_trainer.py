@@ -8,16 +8,16 @@ import os
 import subprocess
 import sys
 
+import ppo
 import pytest
 import torch
 from safetensors.torch import load_file
+from trainer_helpers import small_config
 
-import ppo
+from agentgym.train.loop import train
+from agentgym.train.methods import PPO, recorded_extensions
 from agentgym.train.run.checkpoint_record import read_checkpoint
 from agentgym.train.run.config import ConfigError, TrainConfig, build
-from agentgym.train.methods import PPO, recorded_extensions
-from agentgym.train.loop import train
-from trainer_helpers import small_config
 
 VOLATILE = ("time/", "tokens_per_second")
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))

@@ -1,16 +1,16 @@
 import json
 
 import gymnasium as gym
-
 import sft
-from agentgym.cli import main as cli_main
-from agentgym.train.rollout.chat import ChatEncoder
-from agentgym.train.evaluate import evaluate
-from agentgym.train.coldstart.expert import expert_episode
-from agentgym.train.run.metrics import read_metrics
-from agentgym.train.run.helpers import load_tokenizer
-from agentgym.train.run.config import SFTRunConfig, build
 from trainer_helpers import TOOLQA_SMALL
+
+from agentgym.cli import main as cli_main
+from agentgym.train.coldstart.expert import expert_episode
+from agentgym.train.evaluate import evaluate
+from agentgym.train.rollout.chat import ChatEncoder
+from agentgym.train.run.config import SFTRunConfig, build
+from agentgym.train.run.helpers import load_tokenizer
+from agentgym.train.run.metrics import read_metrics
 
 
 def test_expert_transcript_trains_on_assistant_tokens_only(tmp_path):
@@ -65,9 +65,9 @@ def test_evaluate_through_an_openai_compatible_endpoint(chat_server):
 
 
 def test_eval_cli_plays_with_the_env_kwargs_the_checkpoint_was_trained_with(tmp_path):
-    from agentgym.train.run.config import TrainConfig
     from agentgym.train.evaluate import trained_env_kwargs
     from agentgym.train.loop import train
+    from agentgym.train.run.config import TrainConfig
     from agentgym.train.run.presets import preset_kwargs
 
     train(build(TrainConfig, env_kwargs='{"question_kinds": ["single_hop"], "max_turns": 1}', num_steps=1,
@@ -85,6 +85,7 @@ def test_eval_cli_plays_with_the_env_kwargs_the_checkpoint_was_trained_with(tmp_
 
 def test_chatty_answers_rewrite_that_share_of_the_expert_answers_and_nothing_else():
     import pytest
+
     from agentgym.agents.tiny import build_tiny_model
     from agentgym.train.coldstart.sft import expert_samples
 
@@ -114,6 +115,7 @@ def test_chatty_answers_rewrite_that_share_of_the_expert_answers_and_nothing_els
 
 def test_a_cold_start_whose_every_prompt_is_over_the_cap_stops_with_one_line(tmp_path):
     import pytest
+
     from agentgym.train.run.config import ConfigError
 
     # ~12 KB of system prompt is ~3,800 tokens, past the default --max-prompt-tokens 3072 (a 117 KB
@@ -175,6 +177,7 @@ def test_a_prompt_loss_weight_also_teaches_the_model_the_env_text_and_is_part_of
 
 def test_a_prompt_loss_with_exploration_in_the_concat_layout_stops_with_one_line(tmp_path):
     import pytest
+
     from agentgym.train.run.config import ConfigError, SettingError, SFTConfig
 
     cfg = build(SFTRunConfig, model="tiny", preset="none", env_id="ALFWorld-v0", layout="concat", explore=0.2,

@@ -1,6 +1,5 @@
 import gymnasium as gym
 import pytest
-
 from fixture_env import CountingEnv  # noqa: F401  (tests/vector is on sys.path under pytest)
 
 FIXTURE_ID = "agentgym-test/Counting-v0"

@@ -11,9 +11,9 @@ from pathlib import Path
 import gymnasium as gym
 import psutil
 import pytest
+from processes import process_tree, wait_gone
 
 from agentgym.vector import VectorEnvClosedError, make_vec
-from processes import process_tree, wait_gone
 
 TASKS = [{"task_id": "count-5"}, {"task_id": "count-5"}]
 HERE = Path(__file__).parent

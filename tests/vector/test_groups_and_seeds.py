@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
+from fixture_env import CountingEnv
 
 from agentgym.vector import AgentVectorEnv, make_vec
-from fixture_env import CountingEnv
 
 
 def _vec(num_envs=6, group_size=2, **kw):

@@ -1,10 +1,10 @@
 """Episodes end at different steps: finished envs wait, reset masks, Gymnasium's autoreset modes."""
 
 import numpy as np
+from fixture_env import CountingEnv
 from gymnasium.vector import AutoresetMode
 
 from agentgym.vector import AgentVectorEnv
-from fixture_env import CountingEnv
 
 TASKS = [{"task_id": "count-2"}, {"task_id": "count-4"}]
 

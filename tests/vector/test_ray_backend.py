@@ -6,10 +6,10 @@ import time
 from pathlib import Path
 
 import pytest
-
-from agentgym.vector import make_vec
 import test_faults as faults
 import test_ready_first as ready
+
+from agentgym.vector import make_vec
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow

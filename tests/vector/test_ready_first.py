@@ -8,9 +8,9 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
+from processes import process_tree, wait_gone
 
 from agentgym.vector import AutoresetMode, ReadyBatch, make_vec
-from processes import process_tree, wait_gone
 
 ACTIONS = ["inc", "noop", "inc", "bogus", "inc", "inc"]
 BACKENDS = [("sync", {}), ("process", {}), ("process", {"envs_per_worker": 2})]

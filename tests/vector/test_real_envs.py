@@ -6,10 +6,10 @@ import signal
 
 import gymnasium as gym
 import pytest
+from processes import java_children, wait_gone
 
 import agentgym
 from agentgym.vector import ProcessOptions, make_vec
-from processes import java_children, wait_gone
 
 
 def _available(env_id):

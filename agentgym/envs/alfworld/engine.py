@@ -50,8 +50,7 @@ def make_engine(expert: bool, cache: bool | str = True):
     ``cache``: True plays on ``CachedPddlEnv`` with translations kept in the default cache folder,
     a path keeps them there instead, False (or None) plays on textworld's ``PddlEnv`` unchanged."""
     require_engine()
-    from alfworld.agents.environment.alfred_tw_env import (AlfredDemangler, AlfredExpert, AlfredExpertType,
-                                                           AlfredInfos)
+    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredExpert, AlfredExpertType, AlfredInfos
 
     if not cache:
         from textworld.envs import PddlEnv

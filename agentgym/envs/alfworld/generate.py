@@ -39,7 +39,7 @@ from functools import lru_cache
 from agentgym.envs.alfworld import manifest
 from agentgym.envs.alfworld.distinct import game_key
 from agentgym.envs.alfworld.problem import build_scenario, problem_pddl
-from agentgym.envs.alfworld.room_size import ROOM_SIZES, RoomSize, room_size
+from agentgym.envs.alfworld.room_size import DEFAULT_SIZE, ROOM_SIZES, RoomSize, room_size
 from agentgym.envs.alfworld.scenes import load_room
 from agentgym.envs.alfworld.tasks import TASK_TYPES, goal_sentence, is_unseen_combo, normalize_task_types, task_pool
 from agentgym.output_paths import check_output_dir, disk_full, disk_full_message
@@ -112,7 +112,7 @@ def _shuffled_pool(seed: int, split: str, task_type: str) -> tuple:
     return tuple(_round_robin(pool, rng))
 
 
-def make_game(seed: int, split: str, index: int, task_types=TASK_TYPES, size: RoomSize = RoomSize(),
+def make_game(seed: int, split: str, index: int, task_types=TASK_TYPES, size: RoomSize = DEFAULT_SIZE,
               taken: frozenset | set = frozenset()) -> tuple[str, str, str, str]:
     """Game ``index`` of a split: (trial folder, ``game.tw-pddl`` text, ``traj_data.json`` text, key).
 
@@ -196,7 +196,7 @@ def split_counts(num_games: int, split: str) -> dict[str, int]:
 
 
 def generate_split(out: str, split: str, count: int, seed: int = 0, task_types=TASK_TYPES,
-                   size: RoomSize = RoomSize(), verify: bool = False, jobs: int = 1, log=None) -> list[str]:
+                   size: RoomSize = DEFAULT_SIZE, verify: bool = False, jobs: int = 1, log=None) -> list[str]:
     """Write (or keep, when already there) games ``0..count-1`` of one split; returns their files."""
     split_dir = os.path.join(out, DATA_DIR, split)
     os.makedirs(split_dir, exist_ok=True)

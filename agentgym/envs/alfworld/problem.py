@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from agentgym.envs.alfworld.room_size import RoomSize
+from agentgym.envs.alfworld.room_size import DEFAULT_SIZE, RoomSize
 from agentgym.envs.alfworld.scenes import OPENABLE, Receptacle, Room, location_of
 from agentgym.envs.alfworld.tasks import APPLIANCE, LAMP_STANDS, LAMPS, TaskSpec, goal_pddl, is_movable_receptacle
 
@@ -97,7 +97,7 @@ def shrink_room(room: Room, task: TaskSpec, rng: random.Random, max_receptacles:
     return replace(room, receptacles=receptacles, object_types=object_types)
 
 
-def build_scenario(room: Room, task: TaskSpec, rng: random.Random, size: RoomSize = RoomSize(),
+def build_scenario(room: Room, task: TaskSpec, rng: random.Random, size: RoomSize = DEFAULT_SIZE,
                    distractors: tuple[int, int] = (4, 8)) -> Scenario:
     """Place the task's objects and a few distractor objects in the room's receptacles.
 

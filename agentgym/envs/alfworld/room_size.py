@@ -40,7 +40,10 @@ class RoomSize:
         return {"max_receptacles": self.max_receptacles, "max_objects": self.max_objects}
 
 
-ROOM_SIZES = {"full": RoomSize(), "small": RoomSize(6, 8), "tiny": RoomSize(4, 4)}
+DEFAULT_SIZE = RoomSize()
+"""The rooms as generated: every receptacle and object type the room has."""
+
+ROOM_SIZES = {"full": DEFAULT_SIZE, "small": RoomSize(6, 8), "tiny": RoomSize(4, 4)}
 
 
 def room_size(name: str | None = None, max_receptacles: int | None = None, max_objects: int | None = None) -> RoomSize:

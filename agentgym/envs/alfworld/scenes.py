@@ -17,7 +17,7 @@ import json
 import os
 import random
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 ROOM_KINDS = {"kitchen": range(1, 31), "living room": range(201, 231),
               "bedroom": range(301, 331), "bathroom": range(401, 431)}
@@ -100,7 +100,7 @@ def _receptacle_type(rid: str) -> str:
     return parts[4] if len(parts) > 4 else parts[0]
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_room(scene: int) -> Room:
     """The room of one ALFRED floor plan. Deterministic: synthetic poses come from the scene number."""
     import alfworld.gen.constants as C

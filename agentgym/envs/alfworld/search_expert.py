@@ -32,8 +32,8 @@ planner's action is played, as ``expert=True`` gives without the option.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 APPLIANCES = {"pick_heat_then_place_in_recep": ("heat", ("microwave",)),
               "pick_cool_then_place_in_recep": ("cool", ("fridge",)),
@@ -51,7 +51,7 @@ class SearchGoal:
     lamp_class: str | None = None
 
     @classmethod
-    def from_pddl_classes(cls, task_type, object_class, receptacle_class, lamp_class) -> "SearchGoal":
+    def from_pddl_classes(cls, task_type, object_class, receptacle_class, lamp_class) -> SearchGoal:
         """From :class:`~agentgym.envs.alfworld.progress.GoalProgress`'s PDDL classes (``cuptype``)."""
         def surface(name):
             return name[:-len("type")] if name and name.endswith("type") else name
@@ -75,7 +75,7 @@ class _Walk:
     placed: set = field(default_factory=set)
 
     @classmethod
-    def of(cls, played: Sequence[str]) -> "_Walk":
+    def of(cls, played: Sequence[str]) -> _Walk:
         walk = cls()
         for command in played:
             verb, _, rest = command.partition(" ")

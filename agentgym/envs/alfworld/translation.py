@@ -32,8 +32,7 @@ INTRO = "#intro#"
 
 def encode_symbols(symbols) -> list:
     """textworld's parsed grammar symbols as JSON-able lists (see the module docstring)."""
-    from textworld.envs.pddl.textgen import (ConditionalSymbol, EvalSymbol, ListSymbol, NonterminalSymbol,
-                                             TerminalSymbol)
+    from textworld.envs.pddl.textgen import ConditionalSymbol, EvalSymbol, ListSymbol, NonterminalSymbol, TerminalSymbol
 
     def encode(symbol):
         if isinstance(symbol, TerminalSymbol):
@@ -127,7 +126,7 @@ def translate_task(domain: str, problem: str) -> dict[str, Any]:
             if atom.predicate != "=":
                 init.append(_fact(atom.predicate, atom.args, name2type))
         elif isinstance(atom, Assign) and atom.fluent.symbol != "total-cost":
-            name = "{}".format(atom.expression.value)
+            name = f"{atom.expression.value}"
             if not str.isdigit(name):  # distances are not facts
                 init.append(_fact(name, atom.fluent.args, name2type))
     return {

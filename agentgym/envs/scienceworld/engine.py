@@ -32,7 +32,7 @@ import shutil
 import subprocess
 import threading
 import weakref
-from typing import Sequence
+from collections.abc import Sequence
 
 from agentgym.envs.scienceworld.reset_cache import ResetCache
 

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from agentgym.envs.base import AgentEnv, EngineError, Transition
 from agentgym.envs.parsing import ParsedAction, parse_embodied_action
 from agentgym.envs.scienceworld.engine import EngineFailure, ScienceWorldEngine, _import_scienceworld, find_java
-from agentgym.envs.scienceworld.tasks import (TASK_NAMES, canonical_split, canonical_task, num_variations,
-                                              split_variations)
 from agentgym.envs.scienceworld.levels import drawable_tasks
+from agentgym.envs.scienceworld.tasks import (
+    TASK_NAMES,
+    canonical_split,
+    canonical_task,
+    num_variations,
+    split_variations,
+)
 from agentgym.rewards.prs import EMBODIED_PRS
 
 # The engine's answers to input it could not turn into an action. Everything else, including an

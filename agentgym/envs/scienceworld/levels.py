@@ -15,7 +15,7 @@ or ``options={"task_id": ...}``) plays that task on any split, because the user 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 # The split names and the variations each plays are the tasks' data (tasks.py); this module adds
 # which tasks each level holds. Imports go one way, levels -> tasks.

@@ -15,6 +15,7 @@ are bounded so no input can make the tool spin, allocate without limit or exhaus
 from __future__ import annotations
 
 import math
+import operator
 import re
 
 MAX_EXPRESSION_CHARS = 500
@@ -27,6 +28,7 @@ MAX_EXPONENT = 1000
 MAX_DEPTH = 64
 _NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:e[+-]?\d+)?|\.\d+(?:e[+-]?\d+)?"
 _TOKEN = re.compile(rf"\s*(?:({_NUMBER})|(\*\*|//|[-+*/%^(),])|([a-z]+))", re.IGNORECASE)
+_BINARY = {"*": operator.mul, "/": operator.truediv, "//": operator.floordiv, "%": operator.mod}
 _FUNCTIONS = {"abs": (1, abs), "round": (1, round), "sqrt": (1, math.sqrt), "min": (None, min), "max": (None, max)}
 
 
@@ -84,8 +86,7 @@ class _Parser:
             rhs = self.unary()
             if op != "*" and rhs == 0:
                 raise CalculatorError("division by zero")
-            value = _check({"*": lambda: value * rhs, "/": lambda: value / rhs,
-                            "//": lambda: value // rhs, "%": lambda: value % rhs}[op]())
+            value = _check(_BINARY[op](value, rhs))
         return value
 
     def unary(self):

@@ -10,10 +10,10 @@ Real data formats (the Search-R1 / FlashRAG layout):
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator, Mapping
 
 from agentgym.envs.toolqa.questions import PlanStep, Question, generate_questions, split_questions
 from agentgym.envs.toolqa.retriever import BM25Retriever, Doc

@@ -13,8 +13,8 @@ in for a web search API's network round trip, so asynchronous rollouts can be me
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from agentgym.envs.parsing import echo
 from agentgym.envs.toolqa.calculator import CalculatorError, calculate, format_number

@@ -227,12 +227,16 @@ def run_sft(cfg: SFTRunConfig) -> str:
 
     from agentgym.agents.tiny import resolve_model_path
     from agentgym.locks import lock_dir
+    from agentgym.train.optim.update import (
+        autocast_context,
+        masked_next_token_logits,
+        pad_batch,
+        reply_and_prompt_logits,
+    )
     from agentgym.train.rollout.chat import ChatEncoder
-    from agentgym.train.run.metrics import MetricsLogger
     from agentgym.train.run.helpers import load_model, load_tokenizer, resolve_device, seed_everything
+    from agentgym.train.run.metrics import MetricsLogger
     from agentgym.train.run.threads import set_cpu_threads
-    from agentgym.train.optim.update import (autocast_context, masked_next_token_logits, pad_batch,
-                                             reply_and_prompt_logits)
 
     # ----- setup -----
     cfg = resolved(cfg)

@@ -19,7 +19,8 @@ extensions; :func:`recorded_extensions` rebuilds those a checkpoint trained with
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from agentgym.train.hooks import Extensions
 from agentgym.train.methods.dapo import DAPO, DAPOConfig

@@ -30,15 +30,15 @@ the step trains on what it has). DAPO's loss settings are the trainer's flags: c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import ClassVar
 
 import numpy as np
 
 from agentgym.train.hooks import StepContext, TrainerExtension
 from agentgym.train.rollout.episodes import Episode, by_group
 from agentgym.train.run.config import ConfigError
-
 
 DAPO_EPS_LOW = 0.2
 """Lower PPO clip range DAPO trains with."""

@@ -35,8 +35,9 @@ text); steps without a key fall back to text. Per-turn advantages reach the toke
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Hashable, Literal, Sequence
+from typing import ClassVar, Literal
 
 import numpy as np
 

@@ -13,7 +13,7 @@ the unbiased (n - 1) standard deviation, as the reference GRPO implementations d
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

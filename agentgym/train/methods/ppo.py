@@ -45,8 +45,9 @@ On the loop (:class:`PPO`, flags ``--ppo.*``):
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple, Sequence
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 

@@ -43,8 +43,9 @@ On the loop (:class:`VSPO`, flags ``--vspo.*``), each step, after the rollout:
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -52,7 +53,6 @@ from agentgym.train.hooks import StepContext, TrainerExtension
 from agentgym.train.methods.dapo import has_reward_spread
 from agentgym.train.rollout.episodes import Episode, GroupRequest, by_group
 from agentgym.train.run.config import ConfigError
-
 
 SIGMAS = ("std", "var")
 

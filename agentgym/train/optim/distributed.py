@@ -26,9 +26,10 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 # Metrics that count things on a rank: summed across ranks. Extensions add their own through
 # ``TrainerExtension.summed_metrics``.

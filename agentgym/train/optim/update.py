@@ -13,13 +13,13 @@ across ranks before clipping; with ``--fsdp`` the reduce-scatter of every backwa
 from __future__ import annotations
 
 import contextlib
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 
+from agentgym.train.hooks import MicroBatch, TrainerExtension
 from agentgym.train.optim.distributed import Dist, all_reduce_grads
 from agentgym.train.optim.fsdp import gathered, is_sharded
-from agentgym.train.hooks import MicroBatch, TrainerExtension
 from agentgym.train.optim.loss import LossConfig, policy_loss
 from agentgym.train.rollout.samples import Sample
 

@@ -27,7 +27,7 @@ growing sequence; ``concat`` detects that and says so, and ``window`` works with
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from agentgym.prompts import MAX_ACTION_CHARS, episode_to_messages
 

@@ -12,10 +12,10 @@ tokens are added to the step's totals, per request tag, so resampling and oversa
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
-from agentgym.train.rollout.episodes import Episode, GroupRequest, RolloutConfig, as_request, collect_episodes
 from agentgym.train.optim.update import autocast_context
+from agentgym.train.rollout.episodes import Episode, GroupRequest, RolloutConfig, as_request, collect_episodes
 
 
 class Collector:

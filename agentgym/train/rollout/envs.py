@@ -12,7 +12,8 @@ collector uses to generate for some episodes while the envs of others are still 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -14,15 +14,17 @@ sampled ids, the concat sequence and its loss mask, rewards, PRS terms) is recor
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from agentgym.agents.base import Completion, Policy, SamplingConfig
 from agentgym.prompts import cut_action, episode_to_messages, observations_carry_history
 from agentgym.train.rollout.chat import ChatEncoder, check_layout, window_prompt_ids
+from agentgym.train.rollout.envs import EnvBatch, StepResult
+
 # the trainers' rollout settings, which this module consumes as they are; importable from here too
 from agentgym.train.run.config import ROLLOUT_MODES, RolloutConfig  # noqa: F401
-from agentgym.train.rollout.envs import EnvBatch, StepResult
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ class GroupRequest:
     """Who asked for it (``batch``, ``resample``...), for logging rollout cost per purpose."""
 
 
-def as_request(item: "int | GroupRequest") -> GroupRequest:
+def as_request(item: int | GroupRequest) -> GroupRequest:
     """A request from a bare seed (the older calling convention) or a request."""
     return item if isinstance(item, GroupRequest) else GroupRequest(int(item))
 

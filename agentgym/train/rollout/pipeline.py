@@ -45,8 +45,9 @@ import dataclasses
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from agentgym.train.hooks import StepContext
 from agentgym.train.rollout.episodes import Episode
@@ -230,9 +231,9 @@ class AsyncRollouts:
                 if 0 < self.budget <= self.played:
                     break  # --max-episodes: the learner stops at or before the last batch played
                 v = self.version_for(b)
-                self._job(lambda: v in self.published, lambda: self._collect(b, v))
+                self._job(lambda v=v: v in self.published, lambda b=b, v=v: self._collect(b, v))
                 gated = self.run.extensions.rewrites_rollouts
-                self._job(lambda: not gated or self.done_through >= b - 1, lambda: self._finish(b))
+                self._job(lambda b=b, gated=gated: not gated or self.done_through >= b - 1, lambda b=b: self._finish(b))
         except _Closing:
             pass
         except BaseException as e:  # handed to the learner, which raises it

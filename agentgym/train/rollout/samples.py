@@ -12,8 +12,8 @@ their loss separately (``loss_weights`` in :func:`agentgym.train.optim.update.tr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

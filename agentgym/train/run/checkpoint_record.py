@@ -27,9 +27,10 @@ its recorded config as its trainer did.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from agentgym.train.run.state import STATE_KEYS, RunState
 from agentgym.train.run.state_file import TrainerStateError, read_state
@@ -85,8 +86,8 @@ class CheckpointRecord:
             return None
         if self.env_kwargs is not None:
             return dict(self.env_kwargs)
-        from agentgym.train.run.presets import LEGACY_DEFAULTS, resolve_env_kwargs
         from agentgym.train.run.helpers import parse_env_kwargs
+        from agentgym.train.run.presets import LEGACY_DEFAULTS, resolve_env_kwargs
 
         env = self.config.get("env") or {}
         if "preset" in env:
@@ -109,7 +110,7 @@ class CheckpointRecord:
 
     @classmethod
     def from_state_dict(cls, tree: Mapping[str, Any], path: str | os.PathLike | None = None,
-                        resumable: bool = True) -> "CheckpointRecord":
+                        resumable: bool = True) -> CheckpointRecord:
         """The record of a trainer-state tree; raises :class:`TrainerStateError` naming ``path`` and
         the missing or malformed entry. ``resumable=False``: the tree is read for its settings only
         (read without its tensors), so the optimizer state and random streams may be absent."""

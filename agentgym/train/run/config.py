@@ -23,19 +23,30 @@ from __future__ import annotations
 import math
 import os
 import sys
+from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, is_dataclass, replace
-from typing import Annotated, Any, ClassVar, Literal, Sequence, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 import tyro
 
 from agentgym.agents.base import SamplingConfig
 from agentgym.prompts import MAX_ACTION_CHARS, check_max_action_chars
 from agentgym.settings import SettingError, check_on_init, checks_deferred
-from agentgym.train.rollout.chat import LAYOUTS
 from agentgym.train.optim.distributed import launched_world_size
-from agentgym.train.run.flags import (ConfigTree, Flat, Grouped, Hidden, build, flag_rows, flag_table,  # noqa: F401
-                                      former_flags_note, groups, rewrite_former_flags)
+from agentgym.train.rollout.chat import LAYOUTS
+from agentgym.train.run.flags import (  # noqa: F401
+    ConfigTree,
+    Flat,
+    Grouped,
+    Hidden,
+    build,
+    flag_rows,
+    flag_table,
+    former_flags_note,
+    groups,
+    rewrite_former_flags,
+)
 from agentgym.train.run.presets import TINY_MODELS
 from agentgym.vector.options import BackendOptions, ProcessOptions, RayOptions, SyncOptions, WorkerOptions
 
@@ -75,7 +86,7 @@ def _at_least(name: str, value: int, minimum: int, why: str = "") -> None:
         raise ConfigError(f"--{name} must be >= {minimum}{f' ({why})' if why else ''}, got {value}")
 
 
-def _check_history_layout(env: "EnvConfig", model: str, layout: str) -> None:
+def _check_history_layout(env: EnvConfig, model: str, layout: str) -> None:
     """Observations that carry their own history want one prompt per turn (docs/trainers.md)."""
     preset, kwargs = env.resolve(model)
     if layout != "concat" or kwargs.get("observation") != "history+admissible":
@@ -585,7 +596,7 @@ class SFTConfig:
     def __post_init__(self) -> None:
         check_on_init(self)
 
-    def resolved(self, env_id: str) -> "SFTConfig":
+    def resolved(self, env_id: str) -> SFTConfig:
         """This config with every None filled in: from ``env_id``'s recipe, the micro-batch from
         the batch, the log interval from the steps.
 
@@ -671,7 +682,7 @@ class TrainConfig(ConfigTree):
         self.env.check_env(self.model.model, self.eval.eval_splits if self.eval.eval_episodes > 0 else ())
         _check_history_layout(self.env, self.model.model, self.rollout.layout)
 
-    def cold_start_config(self) -> "SFTRunConfig":
+    def cold_start_config(self) -> SFTRunConfig:
         """The SFT run of this run's cold start: this run's env, model, token layout and seed, the
         cold-start settings with the env's recipe filled in, under OUTPUT_DIR/sft."""
         return SFTRunConfig(env=self.env, model=self.model, sft=self.cold_start.resolved(self.env.env_id),

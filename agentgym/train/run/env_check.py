@@ -13,7 +13,8 @@ from __future__ import annotations
 import difflib
 import inspect
 import json
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 _passed: set[str] = set()
 # What a failed make can raise for a bad setting; anything else is a bug and keeps its traceback.

@@ -26,8 +26,9 @@ import copy
 import dataclasses
 import functools
 import typing
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, is_dataclass
-from typing import Any, Iterator, Mapping, TypeVar
+from typing import Any, TypeVar
 
 import tyro
 
@@ -167,7 +168,7 @@ class _Group:
     settings only) or ``none``"""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _groups(cls: type) -> tuple[_Group, ...]:
     """Every group of the tree under ``cls``, the root first, parents before children."""
     out = [_Group(cls, (), "", "all")]
@@ -184,7 +185,7 @@ def _groups(cls: type) -> tuple[_Group, ...]:
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def settings(cls: type) -> tuple[Setting, ...]:
     """Every setting of config class ``cls``, in declaration order (a group's where it is declared)."""
     by_path = {g.path: g for g in _groups(cls)}
@@ -204,7 +205,7 @@ def settings(cls: type) -> tuple[Setting, ...]:
     return tuple(result)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def former_names(cls: type) -> tuple[tuple[str, tuple[str, ...], str, Setting], ...]:
     """``(former flag, group path, former field name, setting)`` of every ``FORMER_NAMES`` entry
     of the tree's groups."""
@@ -283,7 +284,7 @@ def rewrite_former_flags(cls: type, argv: list[str]) -> list[str]:
     ``--gigpo.no-std-normalize``) replaced by the flag's current one."""
     check_names(cls)
     renamed: dict[str, str] = {}
-    for flag, path, old, target in former_names(cls):
+    for flag, _, _, target in former_names(cls):
         renamed[flag] = target.flag
         if target.is_bool:
             renamed[_negative(flag)] = target.negative_flag

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ def parse_env_kwargs(text: str | dict | None) -> dict[str, Any]:
 
 
 def make_env_batch(env: str | Callable[[], Any], num_groups: int, group_size: int,
-                   backend: "str | BackendOptions" = "sync", env_kwargs: dict[str, Any] | None = None) -> EnvBatch:
+                   backend: str | BackendOptions = "sync", env_kwargs: dict[str, Any] | None = None) -> EnvBatch:
     """``num_groups`` groups of ``group_size`` envs on ``agentgym.make_vec``: ``env`` is a registered
     id or a callable that makes one env; ``backend`` a backend name or its options object
     (:mod:`agentgym.vector.options`; a trainer's comes from ``EnvConfig.backend_options()``)."""

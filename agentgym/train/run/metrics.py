@@ -10,8 +10,9 @@ import json
 import math
 import os
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 
 def _clean(value: Any) -> Any:

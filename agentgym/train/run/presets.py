@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Collection, Mapping
+from collections.abc import Collection, Mapping
+from typing import Any
 
 TINY_MODELS = ("tiny", "tiny-small", "tiny-wide")
 """The built-in model names (``agentgym.agents.tiny``), built offline; ``auto`` gives them ``tiny``."""

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
+from agentgym.train.hooks import Extensions, StepContext, TrainerExtension
 from agentgym.train.run.checkpoint_record import CheckpointRecord
 from agentgym.train.run.config import TINY_MODELS, ConfigError, TrainConfig, to_dict
-from agentgym.train.hooks import Extensions, StepContext, TrainerExtension
 from agentgym.train.run.state import RunState
 from agentgym.train.run.view import RunView
 
@@ -132,13 +133,13 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     from agentgym.locks import lock_dir
     from agentgym.rewards.prs import PRSSchedule
     from agentgym.train.optim import fsdp
-    from agentgym.train.rollout.chat import ChatEncoder
-    from agentgym.train.run.checkpoint import resume_point
-    from agentgym.train.rollout.collector import Collector
     from agentgym.train.optim.distributed import init_distributed
+    from agentgym.train.rollout.chat import ChatEncoder
+    from agentgym.train.rollout.collector import Collector
     from agentgym.train.rollout.generators import make_generator
-    from agentgym.train.run.metrics import MetricsLogger
+    from agentgym.train.run.checkpoint import resume_point
     from agentgym.train.run.helpers import load_model, load_tokenizer, make_env_batch, resolve_device, seed_everything
+    from agentgym.train.run.metrics import MetricsLogger
     from agentgym.train.run.threads import set_cpu_threads
 
     config.validate()
@@ -215,8 +216,8 @@ def restore(run: RunSetup, record: CheckpointRecord) -> RunState:
     Each rank takes its own extension state and random streams when the checkpoint has them (the
     same rank count); otherwise rank 0's extension state, and fresh streams for the ranks past 0."""
     from agentgym.train.optim import fsdp
-    from agentgym.train.run.checkpoint import set_rng_state
     from agentgym.train.optim.distributed import stream_seed
+    from agentgym.train.run.checkpoint import set_rng_state
     from agentgym.train.run.helpers import seed_everything
 
     if run.config.model.fsdp:

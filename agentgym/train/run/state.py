@@ -15,8 +15,9 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 # RunState field -> its key in a checkpoint's trainer state (the names checkpoints have always used)
 _KEYS = {"step": "step", "data_position": "data_position", "episodes": "episodes_played",
@@ -90,7 +91,7 @@ class RunState:
         self.extension = dict(state.get("extension") or {})
 
     @classmethod
-    def from_state_dict(cls, state: Mapping[str, Any]) -> "RunState":
+    def from_state_dict(cls, state: Mapping[str, Any]) -> RunState:
         out = cls()
         out.load_state_dict(state)
         return out

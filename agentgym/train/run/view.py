@@ -58,7 +58,7 @@ class RunView:
 
     @classmethod
     def of(cls, config: Any = None, *, tokenizer: Any = None, device: str = "cpu", bf16: bool = False,
-           dist: Dist | None = None) -> "RunView":
+           dist: Dist | None = None) -> RunView:
         """The view of a :class:`~agentgym.train.run.config.TrainConfig` (None: its defaults, writing
         nowhere), with what only the running loop knows: the tokenizer, device, autocast, ``dist``."""
         from agentgym.train.run.config import TrainConfig
@@ -70,7 +70,7 @@ class RunView:
                    std_normalize=o.std_normalize, learning_rate=o.learning_rate, micro_batch_size=o.micro_batch_size,
                    device=device, bf16=bf16, dist=dist if dist is not None else Dist(), tokenizer=tokenizer)
 
-    def replace(self, **changes: Any) -> "RunView":
+    def replace(self, **changes: Any) -> RunView:
         """A copy with some fields changed (the view itself never changes)."""
         return dataclasses.replace(self, **changes)
 

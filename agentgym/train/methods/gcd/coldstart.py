@@ -21,7 +21,8 @@ with no loss, then :func:`~agentgym.train.methods.gcd.judge.judge_sft_target` of
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

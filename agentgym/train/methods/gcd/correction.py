@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 MISTAKES_HEADER = "Common mistakes to avoid:"
 """First line of the injected section; :func:`inject_mistakes` finds an earlier section by it."""

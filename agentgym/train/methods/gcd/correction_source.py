@@ -25,8 +25,8 @@ offline from the critiques (``--gcd.correction-source``, SPEC §4.4).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from agentgym.train.methods.gcd.correction import mistake_phrase, summarize_mistakes, without_mistakes
 from agentgym.train.methods.gcd.english_words import FUNCTION_WORDS

@@ -33,14 +33,14 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from agentgym.train.run.config import ConfigError, LossConfig
+from agentgym.train.hooks import SampleKind, StepContext, TrainerExtension
 from agentgym.train.methods.gcd.correction import CorrectionState, mistakes_summary_prompt, parse_mistakes
 from agentgym.train.methods.gcd.correction_source import CORRECTION_SOURCES, MistakesChoice, choose_mistakes, env_text
 from agentgym.train.methods.gcd.judge import critique_of, judge_prompt, judge_reward, parse_verdict
 from agentgym.train.methods.gcd.labels import BAD, BALANCE_MODES, GOOD, balance_labels
 from agentgym.train.methods.gcd.steps import JudgedStep, cap_steps, judgment_metrics, labelled_steps
-from agentgym.train.hooks import SampleKind, StepContext, TrainerExtension
 from agentgym.train.rollout.samples import Sample
+from agentgym.train.run.config import ConfigError, LossConfig
 
 MISTAKES_FILE = "gcd_mistakes.jsonl"
 """Under OUTPUT_DIR: one ``{"step", "mistakes", "source", "critiques", "readability"}`` line per

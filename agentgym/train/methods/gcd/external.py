@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from agentgym import http_request
 from agentgym.http_request import RETRY_STATUS

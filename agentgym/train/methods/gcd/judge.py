@@ -17,7 +17,7 @@ True
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from agentgym.train.methods.gcd.correction import inject_mistakes
 from agentgym.train.methods.gcd.labels import BAD, GOOD, REASON_INVALID, REASON_REVISIT, REASON_SOLVED

@@ -23,7 +23,8 @@ on raw labels wins by always saying "bad". :func:`balance_labels` keeps the two 
 from __future__ import annotations
 
 import random
-from typing import Any, Hashable, Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -34,7 +34,7 @@ words and stutters a small model writes.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from agentgym.train.methods.gcd.english_words import COMMON_WORDS
 

@@ -14,8 +14,9 @@ balance; :func:`judgment_metrics` scores k judgments per step against the labels
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
