@@ -23,12 +23,9 @@ import multiprocessing as mp
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from agentgym.vector.host import DEFAULT_STICKY_CALLS, EnvFactory
-
-if TYPE_CHECKING:
-    from agentgym.vector.backend import Backend
+from agentgym.vector.host import DEFAULT_STICKY_CALLS
 
 # Ray actors mostly wait on their engines: by default they reserve no CPU, so a laptop-sized local
 # Ray holds many of them (pass actor_options={"num_cpus": 1} on a cluster). A dead actor is
@@ -60,10 +57,6 @@ class BackendOptions:
             raise ValueError(f"sticky_calls must be a sequence of method names, got {calls!r}")
         object.__setattr__(self, "sticky_calls", tuple(calls))
 
-    def build(self, factory: EnvFactory, num_envs: int) -> Backend:
-        """The backend these options describe, holding ``num_envs`` envs made by ``factory``."""
-        raise NotImplementedError
-
 
 @dataclass(frozen=True, kw_only=True)
 class SyncOptions(BackendOptions):
@@ -71,11 +64,6 @@ class SyncOptions(BackendOptions):
     call that hangs in this process; use :class:`ProcessOptions` when engines may hang."""
 
     name: ClassVar[str] = "sync"
-
-    def build(self, factory: EnvFactory, num_envs: int) -> Backend:
-        from agentgym.vector.backend import SyncBackend
-
-        return SyncBackend(factory, num_envs, self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,11 +109,6 @@ class ProcessOptions(WorkerOptions):
         if self.mp_context is not None and self.mp_context not in methods:
             raise ValueError(f"mp_context must be one of {methods} or None, got {self.mp_context!r}")
 
-    def build(self, factory: EnvFactory, num_envs: int) -> Backend:
-        from agentgym.vector.process import ProcessBackend
-
-        return ProcessBackend(factory, num_envs, self)
-
 
 @dataclass(frozen=True, kw_only=True)
 class RayOptions(WorkerOptions):
@@ -150,11 +133,6 @@ class RayOptions(WorkerOptions):
             if not isinstance(given, Mapping) or not all(isinstance(k, str) for k in given):
                 raise ValueError(f"{name} must be a dict with str keys, got {given!r}")
             object.__setattr__(self, name, {**defaults, **given})
-
-    def build(self, factory: EnvFactory, num_envs: int) -> Backend:
-        from agentgym.vector.ray_backend import RayBackend
-
-        return RayBackend(factory, num_envs, self)
 
 
 OPTIONS_BY_NAME: dict[str, type[BackendOptions]] = {cls.name: cls for cls in (SyncOptions, ProcessOptions, RayOptions)}

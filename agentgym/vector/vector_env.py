@@ -34,6 +34,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from agentgym.vector.backend import Backend, VectorEnvClosedError
+from agentgym.vector.backends import build_backend
 from agentgym.vector.host import EnvFactory
 from agentgym.vector.infos import batch_infos
 from agentgym.vector.options import BackendOptions, WorkerOptions, backend_options
@@ -109,7 +110,7 @@ class AgentVectorEnv(VectorEnv):
             factory = EnvFactory.from_id(env, **env_kwargs)
         else:
             factory = EnvFactory(env_fn=env, kwargs=env_kwargs)
-        self.backend: Backend = options.build(factory, self.num_envs)
+        self.backend: Backend = build_backend(options, factory, self.num_envs)
 
         described = self.backend.env_description
         self.single_observation_space = described["observation_space"]
