@@ -27,7 +27,10 @@ import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 
+from agentgym.envs.alfworld.cache_folder import cache_root
+from agentgym.envs.alfworld.generate import generate, split_counts
 from agentgym.envs.alfworld.levels import LEVELS, TRAIN_ALL
+from agentgym.envs.alfworld.room_size import ROOM_SIZES
 from agentgym.envs.alfworld.tasks import TASK_TYPES
 
 SPLITS = ("train", "valid_seen", "valid_unseen")
@@ -119,18 +122,12 @@ def find_games(root: str, split: str, task_types=TASK_TYPES) -> list[GameRecord]
     return [r for r in _index(folder) if r.task_type in task_types]
 
 
-def cache_root() -> str:
-    return os.path.join(os.path.expanduser(os.environ.get("AGENTGYM_CACHE") or "~/.cache/agentgym"), "alfworld")
-
-
 def parse_generated(data_path: str) -> tuple[int | None, str] | None:
     """``generated[:N][:ROOM]`` as (N or None for the default counts, room size preset), else None.
 
     ``generated:4000`` is a generated set of 4000 games (80% train, 10% each valid split);
     ``generated:small`` and ``generated:4000:tiny`` have smaller rooms
     (:mod:`agentgym.envs.alfworld.room_size`)."""
-    from agentgym.envs.alfworld.room_size import ROOM_SIZES
-
     if not isinstance(data_path, str) or data_path.split(":", 1)[0] != GENERATED:
         return None
     num_games, room = None, "full"
@@ -151,8 +148,6 @@ def default_data_root(num_games: int | None = None, room: str = "full") -> str:
 
     Safe when several processes ask at once: each generates into its own temporary folder and
     renames it into place; the first rename wins and the others discard their copy."""
-    from agentgym.envs.alfworld.generate import split_counts
-
     counts = DEFAULT_COUNTS if num_games is None else split_counts(num_games, "all")
     name = f"generated-v{DEFAULT_VERSION}-seed{DEFAULT_SEED}"
     if counts != DEFAULT_COUNTS:
@@ -162,8 +157,6 @@ def default_data_root(num_games: int | None = None, room: str = "full") -> str:
     final = os.path.join(cache_root(), name)
     if os.path.isdir(final):
         return final
-    from agentgym.envs.alfworld.generate import generate
-
     os.makedirs(cache_root(), exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".generating-", dir=cache_root())
     try:

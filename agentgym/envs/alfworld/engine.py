@@ -19,6 +19,8 @@ import os
 
 from gymnasium.error import DependencyNotInstalled
 
+from agentgym.envs.alfworld.translation_cache import TranslationCache
+
 EXTRA = "agentgym[alfworld]"
 
 
@@ -57,8 +59,7 @@ def make_engine(expert: bool, cache: bool | str = True):
 
         pddl_env = PddlEnv(request_infos(expert))
     else:
-        from agentgym.envs.alfworld.cached_pddl import CachedPddlEnv
-        from agentgym.envs.alfworld.translation_cache import TranslationCache
+        from agentgym.envs.alfworld.cached_pddl import CachedPddlEnv  # textworld, on its first use
 
         pddl_env = CachedPddlEnv(request_infos(expert), TranslationCache(None if cache is True else str(cache)))
     engine = AlfredInfos(AlfredDemangler(pddl_env, shuffle=False))

@@ -38,6 +38,7 @@ from functools import lru_cache
 
 from agentgym.envs.alfworld import manifest
 from agentgym.envs.alfworld.distinct import game_key
+from agentgym.envs.alfworld.engine import expert_plan, has_traj_data, make_engine
 from agentgym.envs.alfworld.problem import build_scenario, problem_pddl
 from agentgym.envs.alfworld.room_size import DEFAULT_SIZE, ROOM_SIZES, RoomSize, room_size
 from agentgym.envs.alfworld.scenes import load_room
@@ -154,8 +155,6 @@ def verify_game(game_file: str, engines=None) -> list[str] | None:
     """The planner expert's plan for a game file, or None if it finds none.
 
     ``engines``: a ``make_engine(expert=True)`` pair to reuse across games."""
-    from agentgym.envs.alfworld.engine import expert_plan, has_traj_data, make_engine
-
     raw, expert = engines or make_engine(expert=True)
     engine = expert if has_traj_data(game_file) else raw
     try:
@@ -171,8 +170,6 @@ _worker_engines = None
 def _verify_in_worker(game_file: str) -> list[str] | None:
     global _worker_engines
     if _worker_engines is None:
-        from agentgym.envs.alfworld.engine import make_engine
-
         _worker_engines = make_engine(expert=True)
     return verify_game(game_file, _worker_engines)
 

@@ -34,6 +34,7 @@ import os
 import zlib
 from functools import lru_cache
 
+from agentgym.envs.alfworld.cache_folder import cache_root
 from agentgym.envs.cache_signing import SignedEntries
 
 FORMAT = 2
@@ -69,8 +70,6 @@ def cache_key(game_data: dict) -> str:
 
 
 def default_cache_dir() -> str:
-    from agentgym.envs.alfworld.data import cache_root
-
     return os.path.join(cache_root(), "translations")
 
 
