@@ -19,14 +19,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
 
 from agentgym.vector.host import EnvFactory, EnvHost, Job, Result, StickyState
-
-if TYPE_CHECKING:
-    from agentgym.vector.options import BackendOptions, SyncOptions
+from agentgym.vector.options import BackendOptions, SyncOptions
 
 
 class VectorEnvClosedError(gym.error.ClosedEnvironmentError, RuntimeError):
