@@ -42,7 +42,7 @@ EXTERNAL = {
     "expert-data": "agentgym.experts:main",
     "alfworld-generate": "agentgym.envs.alfworld.generate:main",
     "eval": "agentgym.train.evaluate:main",
-    "convert-checkpoint": "agentgym.train.run.state_file:main",
+    "convert-checkpoint": "agentgym.train.base.state_file:main",
     "tiny-model": "agentgym.agents.tiny:main",
     "plot": "agentgym.plot:main",
     "leaderboard": "agentgym.leaderboard.cli:main",

@@ -32,7 +32,7 @@ EVAL_KEYS = (("eval/success/before", "eval/success/after", "success", "o"),
 def read_metrics_lines(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
     """The rows of ``run_dir/metrics.jsonl``; a line cut short (a run killed mid-write) is skipped
     with a warning."""
-    from agentgym.train.run.metrics import read_metrics
+    from agentgym.train.base.metrics import read_metrics
 
     path = Path(run_dir) / "metrics.jsonl"
     if not path.is_file():

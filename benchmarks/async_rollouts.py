@@ -133,7 +133,7 @@ def utilization(timeline: list[dict], start: float, end: float) -> dict[str, flo
 # ----- one run -----
 def scenario_config(args, env_id: str, k: int, seed: int, model: str | None, out: str):
     """The config of one run: the method's defaults, the scenario's settings, ``--override``."""
-    from agentgym.train.run.config import build
+    from agentgym.train.base.flags import build
 
     sc = SCENARIOS[env_id]
     defaults = trainer(args.method).defaults()
@@ -177,8 +177,8 @@ def run_once(args, env_id: str, k: int, repeat: int, model: str | None, tail: in
 # ----- ToolQA's cold start -----
 def toolqa_cold_start(args) -> str:
     """The short cold start every ToolQA run starts from (built once; reused when its recipe matches)."""
+    from agentgym.train.base.flags import build
     from agentgym.train.loop import cold_start
-    from agentgym.train.run.config import build
 
     defaults = trainer(args.method).defaults()
     values = dict(SCENARIOS["ToolQA-v0"]["settings"], env_id="ToolQA-v0", model=args.toolqa_model,
@@ -195,10 +195,11 @@ def searches_per_episode(args, model: str) -> dict:
     import torch
 
     from agentgym.agents import HFPolicy
+    from agentgym.train.base.models import load_model, load_tokenizer
     from agentgym.train.rollout.chat import ChatEncoder
+    from agentgym.train.rollout.envs import make_env_batch
     from agentgym.train.rollout.episodes import collect_episodes
     from agentgym.train.rollout.tasks import task_seed
-    from agentgym.train.run.helpers import load_model, load_tokenizer, make_env_batch
 
     config = scenario_config(args, "ToolQA-v0", 0, args.seed, model, os.path.join(args.out, "work", "probe"))
     r = config.rollout

@@ -135,7 +135,7 @@ def main() -> None:
     args = parser.parse_args()
     for s in args.settings:
         _command(s, 1, 1, 0, "")  # an unknown setting stops the run before the first measurement
-    from agentgym.train.run.threads import available_cores
+    from agentgym.train.base.threads import available_cores
 
     results: dict[str, dict[str, list]] = {s: {"alone": [], "pair": []} for s in args.settings}
     with tempfile.TemporaryDirectory() as root:

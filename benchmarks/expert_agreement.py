@@ -29,9 +29,9 @@ from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.envs.arguments import json_object
 from agentgym.experts import expert_reply
 from agentgym.prompts import episode_to_messages, observations_carry_history
+from agentgym.train.base.models import load_model, load_tokenizer
+from agentgym.train.config.presets import merge_env_kwargs
 from agentgym.train.evaluate import trained_env_kwargs
-from agentgym.train.run.helpers import load_model, load_tokenizer
-from agentgym.train.run.presets import merge_env_kwargs
 
 
 def names_admissible(reply: str, admissible: list[str], choice: bool) -> bool:

@@ -88,9 +88,9 @@ def main(argv=None) -> dict:
     import torch
 
     from agentgym.agents import HFPolicy, SamplingConfig
+    from agentgym.train.base.models import load_model, load_tokenizer
+    from agentgym.train.config.presets import resolve_env_kwargs
     from agentgym.train.evaluate import evaluate
-    from agentgym.train.run.helpers import load_model, load_tokenizer
-    from agentgym.train.run.presets import resolve_env_kwargs
 
     record, tasks = fresh_tasks(args.cold_start, args.seed, args.skip, args.episodes)
     env_id, split = record["env_id"], record["split"]

@@ -80,10 +80,11 @@ def part_qwen(o) -> dict:
     import trainer_throughput as tt
 
     from agentgym.agents.tiny import build_tiny_model
+    from agentgym.train.base.flags import build
+    from agentgym.train.base.models import load_tokenizer
+    from agentgym.train.config.tree import TrainConfig
     from agentgym.train.hooks import TrainerExtension
     from agentgym.train.loop import train
-    from agentgym.train.run.config import TrainConfig, build
-    from agentgym.train.run.helpers import load_tokenizer
 
     on_gpu = o.device.startswith("cuda")
     tok = load_tokenizer(str(build_tiny_model(("ToolQA-v0",), "wide")))

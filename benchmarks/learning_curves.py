@@ -91,7 +91,7 @@ def first_reaching(curve: list[dict], threshold: float, metric: str = "success")
 
 def cell_config(args, method: str, seed: int, model: str, out: str):
     """The config of one cell: the method's script defaults plus the benchmark's shared settings."""
-    from agentgym.train.run.config import build
+    from agentgym.train.base.flags import build
 
     script, extra = METHODS[method]
     module = trainer(script)
@@ -110,8 +110,8 @@ def cell_config(args, method: str, seed: int, model: str, out: str):
 
 def cold_start_dir(args, method: str, seed: int) -> str:
     """Build (or reuse) the seed's cold start with the method's recipe, as ``train`` would."""
+    from agentgym.train.base.flags import build
     from agentgym.train.loop import cold_start
-    from agentgym.train.run.config import build
 
     defaults = trainer(METHODS[method][0]).defaults()
     recipe = "judge" if defaults.cold_start.judge_samples else "plain"
@@ -309,7 +309,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--out", default="benchmarks/results/learning_curves")
     p.add_argument("--report-only", action="store_true", help="only read finished cells and write the report")
     args = p.parse_args(argv)
-    from agentgym.train.run.config import TrainConfig, build
+    from agentgym.train.base.flags import build
+    from agentgym.train.config.tree import TrainConfig
 
     base = TrainConfig()
     for key, value in args.override.items():  # the budget follows overridden batch settings

@@ -46,9 +46,11 @@ def _grpo_batch(model, tokenizer, groups, group_size, max_new_tokens, layout="co
     from agentgym.agents import HFPolicy, SamplingConfig
     from agentgym.train.methods.grpo import group_advantages
     from agentgym.train.rollout.chat import ChatEncoder
-    from agentgym.train.rollout.episodes import RolloutConfig, collect_episodes
+    from agentgym.train.rollout.envs import make_env_batch
+    from agentgym.train.rollout.episodes import collect_episodes
     from agentgym.train.rollout.samples import episode_samples
-    from agentgym.train.run.helpers import make_env_batch, task_seed
+    from agentgym.train.rollout.settings import RolloutConfig
+    from agentgym.train.rollout.tasks import task_seed
 
     sampling = SamplingConfig(max_new_tokens=max_new_tokens)
     envs = make_env_batch(env_id, groups, group_size, "sync", ENV_KWARGS if env_kwargs is None else env_kwargs)
@@ -71,7 +73,7 @@ def _grpo_batch(model, tokenizer, groups, group_size, max_new_tokens, layout="co
 def _update(model, tokenizer, samples, micro_batch_size, bf16=False, repeats=2):
     import torch
 
-    from agentgym.train.optim.loss import LossConfig
+    from agentgym.train.optim.settings import LossConfig
     from agentgym.train.optim.update import train_step
 
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
@@ -93,7 +95,7 @@ def bench_cpu(args):
     import torch
 
     from agentgym.agents.tiny import build_tiny_model
-    from agentgym.train.run.helpers import load_model, load_tokenizer
+    from agentgym.train.base.models import load_model, load_tokenizer
 
     torch.set_num_threads(args.cpu_threads)
     path = str(build_tiny_model(("ToolQA-v0",), args.tiny_size))
@@ -133,7 +135,7 @@ def bench_gpu(args):
     import torch
 
     from agentgym.agents.tiny import build_tiny_model
-    from agentgym.train.run.helpers import load_tokenizer
+    from agentgym.train.base.models import load_tokenizer
 
     device = getattr(args, "gpu_device", "cuda")
     on_gpu = device.startswith("cuda")
@@ -157,10 +159,11 @@ def bench_methods(args):
     """GRPO and VSPO steps through ``train()``: the step time and what VSPO's resampling adds."""
     import numpy as np
 
+    from agentgym.train.base.flags import build
     from agentgym.train.coldstart.sft import run_sft
+    from agentgym.train.config.tree import SFTRunConfig, TrainConfig
     from agentgym.train.loop import train
     from agentgym.train.methods import VSPO, VSPOConfig
-    from agentgym.train.run.config import SFTRunConfig, TrainConfig, build
 
     env_kwargs = json.dumps(ENV_KWARGS)
     cold = run_sft(build(SFTRunConfig, preset="none", env_kwargs=env_kwargs, num_steps=100, num_episodes=64, quiet=True,
@@ -193,7 +196,7 @@ def bench_trl(args):
     from agentgym.agents.tiny import build_tiny_model
     from agentgym.envs.parsing import parse_tool_action
     from agentgym.prompts import episode_to_messages
-    from agentgym.train.run.helpers import load_model, load_tokenizer
+    from agentgym.train.base.models import load_model, load_tokenizer
 
     try:
         import trl
@@ -254,10 +257,11 @@ def bench_gcd(args):
 
     import numpy as np
 
+    from agentgym.train.base.flags import build
     from agentgym.train.coldstart.sft import reusable, run_sft
+    from agentgym.train.config.tree import SFTRunConfig, TrainConfig
     from agentgym.train.loop import train
     from agentgym.train.methods import GCDConfig, gcd_extensions
-    from agentgym.train.run.config import SFTRunConfig, TrainConfig, build
 
     root = os.path.join(args.workdir, "gcd")
     env_kwargs = json.dumps(ENV_KWARGS)
@@ -303,7 +307,7 @@ def bench_overlap(args):
 
     from agentgym.agents import HFPolicy, SamplingConfig
     from agentgym.agents.tiny import build_tiny_model
-    from agentgym.train.run.helpers import load_model, load_tokenizer
+    from agentgym.train.base.models import load_model, load_tokenizer
 
     torch.set_num_threads(args.cpu_threads)
     path = str(build_tiny_model(("ToolQA-v0",), args.tiny_size))
@@ -322,8 +326,10 @@ def _overlap_on(env_id, policy, tok, args):
     import numpy as np
 
     from agentgym.train.rollout.chat import ChatEncoder
-    from agentgym.train.rollout.episodes import RolloutConfig, collect_episodes
-    from agentgym.train.run.helpers import make_env_batch, task_seed
+    from agentgym.train.rollout.envs import make_env_batch
+    from agentgym.train.rollout.episodes import collect_episodes
+    from agentgym.train.rollout.settings import RolloutConfig
+    from agentgym.train.rollout.tasks import task_seed
     from agentgym.vector import ProcessOptions
 
     modes = ("lockstep", "overlapped")

@@ -39,7 +39,7 @@ def timed_update(model, tokenizer, samples, micro_batch_size: int, reference: bo
     import torch
 
     import agentgym.train.optim.update as update
-    from agentgym.train.optim.loss import LossConfig
+    from agentgym.train.optim.settings import LossConfig
 
     model = copy.deepcopy(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.0)
@@ -75,8 +75,8 @@ def main(argv=None) -> dict:
     import torch
 
     from agentgym.agents.tiny import resolve_model_path
-    from agentgym.train.run.helpers import load_model, load_tokenizer
-    from agentgym.train.run.presets import resolve_env_kwargs
+    from agentgym.train.base.models import load_model, load_tokenizer
+    from agentgym.train.config.presets import resolve_env_kwargs
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from trainer_throughput import _grpo_batch

@@ -10,7 +10,7 @@ import pytest
 
 from agentgym.cli import main as cli_main
 from agentgym.plot import plot_runs
-from agentgym.train.run.metrics import MetricsLogger
+from agentgym.train.base.metrics import MetricsLogger
 
 TERMS = ("format", "tool", "answer")
 

@@ -9,10 +9,13 @@ Every GRPO flag works here; DAPO's own are --dapo.* (--help lists them).
 
 from dataclasses import dataclass, field
 
+from agentgym.train.config.cli import exit_on_config_error, parse
+from agentgym.train.config.run import RunConfig
+from agentgym.train.config.tree import TrainConfig
 from agentgym.train.loop import TrainResult, train
 from agentgym.train.methods import DAPO, DAPOConfig
 from agentgym.train.methods.dapo import DAPO_EPS_HIGH, DAPO_EPS_LOW
-from agentgym.train.run.config import LossConfig, OptimConfig, RunConfig, TrainConfig, exit_on_config_error, parse
+from agentgym.train.optim.settings import LossConfig, OptimConfig
 
 
 @dataclass

@@ -12,9 +12,12 @@ each time it changes.
 
 from dataclasses import dataclass, field
 
+from agentgym.train.coldstart.settings import SFTConfig
+from agentgym.train.config.cli import exit_on_config_error, parse
+from agentgym.train.config.run import RunConfig
+from agentgym.train.config.tree import TrainConfig
 from agentgym.train.loop import TrainResult, train
 from agentgym.train.methods import GCDConfig, GiGPOConfig, gcd_extensions
-from agentgym.train.run.config import RunConfig, SFTConfig, TrainConfig, exit_on_config_error, parse
 
 
 @dataclass

@@ -8,9 +8,11 @@ Every GRPO flag works here; GiGPO's own are --gigpo.* (--help lists them).
 
 from dataclasses import dataclass, field
 
+from agentgym.train.config.cli import exit_on_config_error, parse
+from agentgym.train.config.run import RunConfig
+from agentgym.train.config.tree import TrainConfig
 from agentgym.train.loop import TrainResult, train
 from agentgym.train.methods import GiGPO, GiGPOConfig
-from agentgym.train.run.config import RunConfig, TrainConfig, exit_on_config_error, parse
 
 
 @dataclass

@@ -10,8 +10,9 @@ with an optional k3 KL to the initial model. The loop (setup, rollout, advantage
 checkpoint, held-out evaluation) is agentgym.train.loop; every flag is in --help.
 """
 
+from agentgym.train.config.cli import exit_on_config_error, parse
+from agentgym.train.config.tree import TrainConfig
 from agentgym.train.loop import TrainResult, train
-from agentgym.train.run.config import TrainConfig, exit_on_config_error, parse
 
 
 def defaults() -> TrainConfig:

@@ -12,9 +12,13 @@ together. Every GRPO flag works here; PPO's own are --ppo.* (--help lists them).
 
 from dataclasses import dataclass, field
 
+from agentgym.train.base.errors import ConfigError
+from agentgym.train.config.cli import exit_on_config_error, parse
+from agentgym.train.config.run import RunConfig
+from agentgym.train.config.tree import TrainConfig
 from agentgym.train.loop import TrainResult, train
 from agentgym.train.methods import PPO, PPOConfig
-from agentgym.train.run.config import ConfigError, RolloutConfig, RunConfig, TrainConfig, exit_on_config_error, parse
+from agentgym.train.rollout.settings import RolloutConfig
 
 
 @dataclass

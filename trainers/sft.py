@@ -10,11 +10,15 @@ trained on, and RL started from it leaves those tasks out of its task stream.
 """
 
 from agentgym.train.coldstart.sft import run_sft
-from agentgym.train.run.config import SFTRunConfig, exit_on_config_error, parse
+from agentgym.train.config.cli import exit_on_config_error, parse
+from agentgym.train.config.tree import SFTRunConfig
+from agentgym.train.hooks import Extensions
+from agentgym.train.methods import GCD
 
 
 def main(config: SFTRunConfig) -> str:
-    return run_sft(config)
+    # --judge-samples: GCD's judge samples (critique and verdict) mixed into the expert data
+    return run_sft(config, Extensions([GCD()]) if config.sft.judge_samples else None)
 
 
 if __name__ == "__main__":

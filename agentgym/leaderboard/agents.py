@@ -158,7 +158,7 @@ class PolicyAgent(Agent):
             record that sets a key data may not carry is refused: the agent skips that env).
         model: what the agent was named by (``tiny``, a directory; default ``checkpoint``): when
             the checkpoint records no env settings, ``--preset auto``'s pick for it applies
-            (:mod:`agentgym.train.run.presets`: ``tiny`` for the built-in tiny models).
+            (:mod:`agentgym.train.config.presets`: ``tiny`` for the built-in tiny models).
     """
 
     ready_first = False
@@ -181,7 +181,7 @@ class PolicyAgent(Agent):
     def trained_env_kwargs(self, env_id: str) -> dict[str, Any]:
         if self.checkpoint is None:
             return {}
-        from agentgym.train.run.presets import resolve_env_kwargs
+        from agentgym.train.config.presets import resolve_env_kwargs
 
         # recorded, else the preset `auto` picks; the board's own keys are never read from the record
         # (an override of None removes the key, from the record and the preset alike)

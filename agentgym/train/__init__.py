@@ -4,7 +4,7 @@
   rollout, advantages, update, log and checkpoint, then a held-out evaluation.
 - :mod:`~agentgym.train.hooks`: the extension seam (``TrainerExtension``, ``StepContext``,
   ``MicroBatch``) every method plugs in through, reading the run through a
-  :class:`~agentgym.train.run.view.RunView`.
+  :class:`~agentgym.train.view.RunView`.
 - :mod:`~agentgym.train.evaluate`: ``agentgym eval`` and the held-out evaluation.
 - :mod:`~agentgym.train.run`: one run's settings (``config``, ``flags``, ``presets``,
   ``env_check``), its setup, state and view, checkpoints, metrics and CPU threads.
@@ -15,16 +15,12 @@
 - :mod:`~agentgym.train.methods`: GRPO's advantages and each method built on them (VSPO, GiGPO,
   DAPO, PPO, GCD), its math and its extension in one module (GCD: one package).
 - :mod:`~agentgym.train.coldstart`: the SFT cold start on expert episodes.
-- :mod:`~agentgym.train.moved`: the modules' former paths (the layout before these groups), which
-  still import.
 
 Importing this package does not import torch; the modules that need it do. It does set
 ``OMP_WAIT_POLICY=PASSIVE`` (unless set already) for the OpenMP runtime torch will load, so that
-idle threads sleep rather than spin on cores another run needs (:mod:`~agentgym.train.run.threads`).
+idle threads sleep rather than spin on cores another run needs (:mod:`~agentgym.train.base.threads`).
 """
 
-from agentgym.train import moved
-from agentgym.train.run.threads import prefer_passive_wait
+from agentgym.train.base.threads import prefer_passive_wait
 
-moved.install()
 prefer_passive_wait()

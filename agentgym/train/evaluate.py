@@ -13,16 +13,35 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import json
 import math
 import os
 import sys
 import urllib.parse
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
+
+import agentgym.envs  # noqa: F401  registers the envs
+from agentgym.agents import HFPolicy, OpenAIPolicy, SamplingConfig
+from agentgym.agents.tiny import resolve_model_path
+from agentgym.output_paths import OutputPathError, check_output_file, disk_full, disk_full_message
+from agentgym.settings import SettingError
+from agentgym.train.base.device import resolve_device
+from agentgym.train.base.flags import add_arguments
+from agentgym.train.base.models import load_model, load_tokenizer
+from agentgym.train.base.records import trainer_record
+from agentgym.train.config.env import EnvConfig
+from agentgym.train.config.env_check import check_env
+from agentgym.train.config.model import ModelConfig
+from agentgym.train.config.presets import check_preset, describe, parse_env_kwargs, resolve_env_kwargs
+from agentgym.train.hooks import Extensions
+from agentgym.train.methods import recorded_extensions
+from agentgym.train.rollout.envs import make_env_batch
+from agentgym.train.rollout.episodes import GroupRequest, collect_episodes
+from agentgym.train.rollout.settings import LayoutConfig, RolloutConfig
 
 
 def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, split: str | None = "test",
@@ -39,9 +58,6 @@ def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, spli
     list). ``per_episode``: also return each episode's ``task_id``, ``success`` and ``return``, in
     order.
     """
-    from agentgym.train.rollout.episodes import GroupRequest, RolloutConfig, collect_episodes
-    from agentgym.train.run.helpers import make_env_batch
-
     if task_ids is not None:
         num_episodes = len(task_ids)
     if num_episodes < 1 or batch_size < 1:
@@ -82,69 +98,21 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
     """The module docstring as written, and every option's default."""
 
 
-@functools.lru_cache(maxsize=4)
-def trainer_record(model_dir: str):
-    """The :class:`~agentgym.train.run.checkpoint_record.CheckpointRecord` of a trainer checkpoint (None
-    for any other directory), read once per directory, without its tensors (the optimizer state can
-    be large). Callers only read it. Raises ``TrainerStateError`` naming the file when the record is
-    damaged or unsafe to read."""
-    from agentgym.train.run.checkpoint_record import read_checkpoint
-    from agentgym.train.run.state_file import has_state
-
-    return read_checkpoint(model_dir, tensors=False) if has_state(model_dir) else None
-
 
 def trained_extensions(model_dir: str):
     """The extensions a checkpoint was trained with, with its recorded state (none for a directory
     that is not a trainer checkpoint): their ``system_prompt`` is the prompt training used (GCD's
     "Common mistakes" list)."""
-    from agentgym.train.hooks import Extensions
-    from agentgym.train.methods import recorded_extensions
-
     record = trainer_record(model_dir)
     return Extensions() if record is None else recorded_extensions(record.config, record.state.extension)
 
-
-def __getattr__(name: str):
-    # GCD's own reader of a checkpoint's list lived here once; its home is now the extension's module
-    if name == "trained_mistakes":
-        from agentgym.train.methods.gcd.extension import trained_mistakes
-
-        return trained_mistakes
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def recorded_env_kwargs(model_dir: str, env_id: str, user_keys: Collection[str] = ()) -> dict[str, Any] | None:
-    """The env kwargs a checkpoint records for ``env_id`` (reward mode aside): an RL trainer's
-    checkpoint, else a cold start's output (``agentgym_sft.json``); None when it records none.
-
-    A checkpoint is data that may come from anyone: its settings pass
-    :func:`agentgym.envs.data_settings.check_data_env_kwargs` (keys in ``user_keys``, which the
-    caller sets itself, are left out), so a key that reaches a process, a judge or the success
-    criterion is refused with a :class:`~agentgym.envs.data_settings.DataSettingError`."""
-    from agentgym.envs.data_settings import check_data_env_kwargs
-    from agentgym.train.coldstart.sft import RECORD_FILE, read_record
-    from agentgym.train.run.state_file import JSON_NAME
-
-    record = trainer_record(model_dir)
-    kwargs = record.trained_env_kwargs(env_id) if record is not None else None
-    source = os.path.join(model_dir, JSON_NAME)
-    if kwargs is None:
-        recipe = (read_record(model_dir) or {}).get("recipe", {})
-        if recipe.get("env_id") != env_id or not isinstance(recipe.get("env_kwargs"), dict):
-            return None
-        kwargs, source = dict(recipe["env_kwargs"]), os.path.join(model_dir, RECORD_FILE)
-    kwargs.pop("reward_mode", None)
-    return check_data_env_kwargs(kwargs, source, folder=model_dir, user_keys=user_keys)
 
 
 def trained_env_kwargs(model_dir: str, env_id: str, preset: str = "auto") -> dict[str, Any]:
     """The env kwargs a model is evaluated with on ``env_id`` when ``--env-kwargs`` is not given:
     with ``preset="auto"`` those the checkpoint was trained with (reward mode aside: the
     observation and action options among them), else the ``tiny`` preset for the built-in tiny
-    models, else the env's own defaults (:mod:`agentgym.train.run.presets`)."""
-    from agentgym.train.run.presets import resolve_env_kwargs
-
+    models, else the env's own defaults (:mod:`agentgym.train.config.presets`)."""
     return resolve_env_kwargs(env_id, model_dir, preset)[1]
 
 
@@ -160,10 +128,6 @@ EVAL_NOTES = {
 
 
 def _parser() -> argparse.ArgumentParser:
-    from agentgym.agents import SamplingConfig
-    from agentgym.train.run.config import EnvConfig, LayoutConfig, ModelConfig
-    from agentgym.train.run.flags import add_arguments
-
     parser = argparse.ArgumentParser(prog="agentgym eval", description=__doc__, formatter_class=_HelpFormatter)
     parser.add_argument("--model", required=True,
                         help="checkpoint directory, `tiny`, or the served model name with --base-url")
@@ -187,10 +151,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from agentgym.agents import SamplingConfig
-    from agentgym.settings import SettingError
-    from agentgym.train.run.config import LayoutConfig
-
     parser = _parser()
     args = parser.parse_args(argv)
     try:
@@ -202,12 +162,6 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         parser.exit(2, f"agentgym eval: error: {problem}\n")
 
-    import agentgym  # noqa: F401  registers the envs
-    from agentgym.agents import HFPolicy, OpenAIPolicy
-    from agentgym.train.run.config import ModelConfig
-    from agentgym.train.run.env_check import check_env
-    from agentgym.train.run.helpers import parse_env_kwargs
-    from agentgym.train.run.presets import check_preset, describe, resolve_env_kwargs
 
     # Everything that can be wrong with the command is found before a model is loaded, each a
     # ValueError (ConfigError, TrainerStateError, DataSettingError) told in one line.
@@ -230,8 +184,6 @@ def main(argv: list[str] | None = None) -> int:
     else:
         import torch
 
-        from agentgym.agents.tiny import resolve_model_path
-        from agentgym.train.run.helpers import load_model, load_tokenizer, resolve_device
 
         try:
             device = resolve_device(args.device)
@@ -254,8 +206,6 @@ def main(argv: list[str] | None = None) -> int:
           f"success {result['success_rate']:.3f}  PRS return {result['prs_return']:.3f}")
     print("terms: " + "  ".join(f"{k} {v:.3f}" for k, v in result["terms"].items()))
     if args.output:
-        from agentgym.output_paths import disk_full, disk_full_message
-
         try:
             os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
             with open(args.output, "w") as f:
@@ -270,10 +220,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _argument_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with ``agentgym eval``'s own flags (one line naming the flag), else None."""
-    import gymnasium as gym
-
-    import agentgym  # noqa: F401  registers the envs
-    from agentgym.output_paths import OutputPathError, check_output_file
 
     for flag, value, least in (("--num-episodes", args.num_episodes, 1), ("--batch-size", args.batch_size, 1),
                                ("--seed", args.seed, 0)):

@@ -22,10 +22,10 @@ A :class:`TrainerExtension` sees the run at these points, in this order:
    before its backward pass (PPO's value loss). It returns a sum over its items; the update
    divides by the optimizer batch's item count (over every rank), so micro-batches add up to a mean.
 
-``cold_start_samples(run, env, tasks)`` is where a method contributes samples of its own to the SFT
-cold start (GCD's judge samples once they move here); the cold start does not ask for them yet.
+``cold_start_samples(env, encoder, requests, settings, seed)`` is where a method contributes samples of
+its own to the SFT cold start (GCD's judge samples, ``--cold-start.judge-samples``).
 
-Under ``--async-steps`` (:mod:`agentgym.train.rollout.pipeline`) ``after_rollout`` runs on the
+Under ``--async-steps`` (:mod:`agentgym.train.run.pipeline`) ``after_rollout`` runs on the
 rollout thread, with ``ctx.policy`` the behaviour policy that played the batch and, for an
 extension that overrides it, only once the learner has finished the step before; the other step
 hooks run on the learner's thread, where ``ctx.policy`` is the current weights' policy and
@@ -40,7 +40,7 @@ exactly. ``agentgym eval`` rebuilds a checkpoint's extensions the same way
 ``load_state_dict``) and evaluates with their ``system_prompt``, printing ``system_prompt_note()``.
 :class:`Extensions` chains several in order.
 
-What an extension reads of the run is a typed :class:`~agentgym.train.run.view.RunView` (output
+What an extension reads of the run is a typed :class:`~agentgym.train.view.RunView` (output
 directory, sampling, layout, device and autocast, rank and world size, tokenizer): ``ctx.run`` in
 the step hooks, the ``run`` argument of ``build``.
 
@@ -58,12 +58,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agentgym.agents.base import Policy
+from agentgym.train.base.world import Dist
 from agentgym.train.rollout.episodes import Episode, GroupRequest
 from agentgym.train.rollout.samples import Sample
-from agentgym.train.run.view import RunView
+from agentgym.train.view import RunView
 
 if TYPE_CHECKING:
     import torch
+    from transformers import PreTrainedTokenizerBase
+
+    from agentgym.train.coldstart.settings import SFTConfig
+    from agentgym.train.rollout.chat import ChatEncoder
 
 
 @dataclass
@@ -89,29 +94,26 @@ class StepContext:
     next_requests: Callable[..., list[GroupRequest]]
     """``next_requests(n, tag="batch")``: the next ``n`` tasks of the run's stream (advances the
     saved data position)."""
-    policy: Policy
+    policy: Policy | None
     """The policy that plays the episodes (``generate`` under ``run.autocast()``, as the rollout)."""
-    tokenizer: Any
+    tokenizer: PreTrainedTokenizerBase | None
+    """The trained model's tokenizer."""
     group_size: int
+    """Episodes per task."""
     num_groups: int
+    """Tasks per step, on this rank (``--num-groups`` split across ``torchrun``'s processes)."""
     rng: np.random.Generator
     """Randomness of this step for the extension's own draws (seeded by run seed and step, so a
     resumed run draws the same)."""
-    config: Any = None
-    """The run's whole :class:`agentgym.train.run.config.TrainConfig`, for code written before
-    :attr:`run`; extensions read :attr:`run`."""
+    run: RunView
+    """The run's settings, typed (:class:`~agentgym.train.view.RunView`)."""
     info: dict = field(default_factory=dict)
     """Scratch space shared by the extensions of one step."""
-    dist: Any = None
-    """This process's :class:`agentgym.train.optim.distributed.Dist` (rank, world size, collectives); None
-    outside the training loop. ``group_size`` and ``num_groups`` are this rank's."""
-    run: RunView | None = None
-    """The run's settings, typed (:class:`~agentgym.train.run.view.RunView`); made from
-    ``config``, ``tokenizer`` and ``dist`` when not given, so it is never None."""
 
-    def __post_init__(self) -> None:
-        if self.run is None:
-            self.run = RunView.of(self.config, tokenizer=self.tokenizer, dist=self.dist)
+    @property
+    def dist(self) -> Dist:
+        """This process's place in the run (rank, world size, collectives): ``run.dist``."""
+        return self.run.dist
 
 
 @dataclass
@@ -193,11 +195,13 @@ class TrainerExtension:
         logged as their mean per item (e.g. ``{"loss/value": ...}``). None: no term here."""
         return None
 
-    def cold_start_samples(self, run: RunView, env, tasks: Sequence[dict]) -> list[Sample]:
-        """Samples the extension adds to the SFT cold start (``env``: the cold start's env, made
-        with ``expert=True``; ``tasks``: the reset options of its tasks). Not asked for yet: the
-        cold start still makes GCD's judge samples itself (``--cold-start.judge-samples``)."""
-        return []
+    def cold_start_samples(self, env, encoder: ChatEncoder, requests: Sequence[tuple[int, dict]],
+                           settings: SFTConfig, seed: int) -> tuple[list[Sample], str]:
+        """Samples the extension adds to the SFT cold start, and a line saying what they are (empty:
+        none). ``env`` is the cold start's env (made with ``expert=True``), ``requests`` the ``(task
+        seed, reset options)`` of the cold start's own tasks, so RL's task split stays as it is;
+        ``settings`` the cold start's settings, ``seed`` the run's."""
+        return [], ""
 
     def metrics(self) -> dict[str, float]:
         return {}
@@ -276,8 +280,13 @@ class Extensions(TrainerExtension):
     def extra_samples(self, ctx, episodes):
         return [s for e in self.items for s in e.extra_samples(ctx, episodes)]
 
-    def cold_start_samples(self, run, env, tasks):
-        return [s for e in self.items for s in e.cold_start_samples(run, env, tasks)]
+    def cold_start_samples(self, env, encoder, requests, settings, seed):
+        samples, notes = [], []
+        for e in self.items:
+            more, note = e.cold_start_samples(env, encoder, requests, settings, seed)
+            samples += more
+            notes += [note] if note else []
+        return samples, "; ".join(notes)
 
     def loss_terms(self) -> list[TrainerExtension]:
         """The extensions that define an :meth:`extra_loss`, each asked by the update with its own

@@ -17,15 +17,23 @@ from typing import Any
 
 import numpy as np
 
+from agentgym.rewards.prs import stage_pass_rate
+from agentgym.train.base.state import RunState, split_scores
+from agentgym.train.config.tree import TrainConfig
+from agentgym.train.evaluate import evaluate
 from agentgym.train.hooks import TrainerExtension
-from agentgym.train.run.config import TrainConfig
+from agentgym.train.methods.grpo import group_advantages
+from agentgym.train.optim import fsdp
+from agentgym.train.optim.distributed import reduce_metrics
+from agentgym.train.rollout.samples import episode_samples, per_turn
+from agentgym.train.rollout.stats import episode_metrics, played_metrics
+from agentgym.train.run.pipeline import make_rollouts
 from agentgym.train.run.setup import (
     RunSetup,
     cold_start,  # noqa: F401  (its import path before run_setup existed)
     save,
     set_up,
 )
-from agentgym.train.run.state import RunState, split_scores
 
 
 @dataclass
@@ -59,7 +67,6 @@ def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=N
     ``success_rate`` and ``prs_return`` (each split played from the same seeds as if alone)."""
     import torch
 
-    from agentgym.train.evaluate import evaluate
     from agentgym.train.run.checkpoint import rng_state, set_rng_state
 
     r, e = config.rollout, config.eval
@@ -86,9 +93,6 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
     """Train ``config.model`` on ``config.env`` with GRPO and the given extensions."""
     from tqdm.auto import tqdm
 
-    from agentgym.train.methods.grpo import group_advantages
-    from agentgym.train.rollout.pipeline import make_rollouts
-    from agentgym.train.rollout.samples import episode_samples, per_turn
 
     # ----- setup (and the checkpoint's state, with --resume) -----
     run, state = set_up(config, extensions, name)
@@ -104,7 +108,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
         if end > state.step:
             state.evaluation.pop("after", None)  # a shorter run's end-of-run evaluation, now out of date
         origin = time.perf_counter()
-        # --async-steps K: a rollout thread plays up to K steps ahead (agentgym.train.rollout.pipeline)
+        # --async-steps K: a rollout thread plays up to K steps ahead (agentgym.train.run.pipeline)
         rollouts = make_rollouts(run, state, end)
         bar = tqdm(range(state.step, end), initial=state.step, total=config.run.num_steps,
                    disable=not (config.run.progress and dist.is_main), desc=name, dynamic_ncols=True)
@@ -178,8 +182,6 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
 
 def _held_out(run: RunSetup) -> dict:
     """The held-out evaluation, on rank 0 (FSDP: on gathered weights), broadcast to every rank."""
-    from agentgym.train.optim import fsdp
-
     with fsdp.gathered(run.model):
         res = run_eval(run.config, run.policy, run.env_kwargs, run.extensions.system_prompt) \
             if run.dist.is_main else None
@@ -202,10 +204,6 @@ def _evaluate_after(run: RunSetup, state: RunState) -> None:
 def _step_metrics(run: RunSetup, state: RunState, batch, advantages, update_time: float, t_step: float) -> dict:
     """The step's logged metrics (docs/trainers.md), reduced over ranks under ``torchrun``: the
     batch's episodes and advantages, what was played, the PRS stage, times, the stream position."""
-    from agentgym.rewards.prs import stage_pass_rate
-    from agentgym.train.optim.distributed import reduce_metrics
-    from agentgym.train.rollout.stats import episode_metrics, played_metrics
-
     spec, ext, episodes = run.spec, run.extensions, batch.episodes
     stage = spec.final_stage if batch.stage is None else batch.stage
     metrics = episode_metrics(episodes, [float(a.mean()) if len(a) else 0.0 for a in advantages])

@@ -155,9 +155,9 @@ def test_a_cold_start_recipe_cannot_start_the_jvm_from_eval_train_or_a_board(pla
 
 @pytest.mark.slow
 def test_a_trainer_state_cannot_start_the_jvm(planted_checkpoint, tmp_path):
-    from agentgym.train.run.checkpoint_record import CheckpointRecord
-    from agentgym.train.run.state import RunState
-    from agentgym.train.run.state_file import write_state
+    from agentgym.train.base.checkpoint_record import CheckpointRecord
+    from agentgym.train.base.state import RunState
+    from agentgym.train.base.state_file import write_state
 
     model, marker = planted_checkpoint
     record = CheckpointRecord(RunState(), config={"env": {"env_id": "ScienceWorld-v0"}}, method="grpo",

@@ -80,8 +80,8 @@ def test_seeds_draw_only_the_sets_tasks_and_the_callers_kwargs_win(toolqa_set):
 
 def test_the_env_lists_the_sets_tasks_so_runs_that_pick_task_ids_play_only_them(toolqa_set):
     from agentgym.integrations.trl import EnvironmentFactory
-    from agentgym.train.run.config import ConfigError
-    from agentgym.train.run.env_check import check_env
+    from agentgym.train.base.errors import ConfigError
+    from agentgym.train.config.env_check import check_env
 
     env = gym.make("ToolQA-v0", tasks=toolqa_set).unwrapped
     ids = load_tasks(toolqa_set).task_ids

@@ -104,7 +104,7 @@ def _calculate(expression):
                                     "<tool_call>" + "[" * 90_000 + "</tool_call>"],
                          ids=["parentheses", "signs", "function-calls", "json"])
 def test_deeply_nested_actions_get_an_observation_not_an_exception(action):
-    from agentgym.train.run.helpers import make_env_batch
+    from agentgym.train.rollout.envs import make_env_batch
 
     batch = make_env_batch("ToolQA-v0", num_groups=1, group_size=1)
     batch.reset_groups([0])

@@ -87,7 +87,7 @@ def test_alfworld_board_with_history_observations_and_choices(official_tree, tmp
     from agentgym.leaderboard.cli import plan_blocks, write_reports
     from agentgym.leaderboard.runner import run_block
     from agentgym.leaderboard.store import RunDir
-    from agentgym.train.coldstart.sft import RECORD_FILE
+    from agentgym.train.base.records import RECORD_FILE
 
     options = {"observation": "history+admissible", "history": 1, "action_format": "choice"}
     rows = _rows(run_board(["expert", "random"], ["ALFWorld-v0"], ["valid_seen"], str(tmp_path / "scripted"),

@@ -104,7 +104,7 @@ def test_tiny_model_rows_carry_checkpoint_and_template_hashes(tmp_path, tiny_pat
 
 def test_the_built_in_tiny_model_plays_with_the_tiny_presets_settings_a_directory_with_its_own(tiny_path):
     from agentgym.leaderboard.specs import make_agent
-    from agentgym.train.run.presets import preset_kwargs
+    from agentgym.train.config.presets import preset_kwargs
 
     tiny, directory = make_agent("tiny"), make_agent(f"dir={tiny_path}")
     try:

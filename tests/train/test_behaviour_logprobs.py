@@ -7,9 +7,10 @@ import torch
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.train.optim.update import behaviour_logprobs, sample_logprobs
 from agentgym.train.rollout.chat import ChatEncoder
-from agentgym.train.rollout.episodes import RolloutConfig, collect_episodes
+from agentgym.train.rollout.envs import make_env_batch
+from agentgym.train.rollout.episodes import collect_episodes
 from agentgym.train.rollout.samples import Sample, episode_samples
-from agentgym.train.run.helpers import make_env_batch
+from agentgym.train.rollout.settings import RolloutConfig
 
 
 @pytest.mark.parametrize("layout", ["concat", "window"])

@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from agentgym.train.run.checkpoint import CheckpointError, load_trainer_state, resume_point, save_checkpoint
-from agentgym.train.run.state_file import (
+from agentgym.train.base.state_file import (
     LEGACY_NAME,
     TENSORS_NAME,
     TrainerStateError,
@@ -24,6 +23,7 @@ from agentgym.train.run.state_file import (
     read_state,
     write_state,
 )
+from agentgym.train.run.checkpoint import CheckpointError, load_trainer_state, resume_point, save_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -209,7 +209,7 @@ def test_a_bomb_in_the_trainer_state_is_one_error_before_anything_large_is_alloc
 
 
 def test_a_trainer_state_larger_than_the_cap_is_refused_unread(tmp_path, monkeypatch):
-    from agentgym.train.run import state_file
+    from agentgym.train.base import state_file
 
     write_state(tmp_path, {"step": 1, "extra": {"note": "x" * 5000}})
     monkeypatch.setattr(state_file, "MAX_JSON_BYTES", 4096)
@@ -253,7 +253,7 @@ def test_agentgym_eval_refuses_a_dtype_bomb_in_one_line_without_allocating_it(tm
                                   '{"recipe": ' + '{"a": ' * 500 + "1" + "}" * 500 + "}", "[1, 2]", "{not json"],
                          ids=["nested", "huge-int", "nested-500", "not-an-object", "not-json"])
 def test_a_damaged_cold_start_record_is_one_error_naming_it(tmp_path, text):
-    from agentgym.train.coldstart.sft import RECORD_FILE, is_complete, read_record
+    from agentgym.train.base.records import RECORD_FILE, is_complete, read_record
 
     (tmp_path / RECORD_FILE).write_text(text)
     (tmp_path / "config.json").write_text("{}")
@@ -268,7 +268,7 @@ def test_a_damaged_cold_start_record_is_one_error_naming_it(tmp_path, text):
 
 @pytest.mark.slow
 def test_agentgym_eval_on_a_nested_cold_start_record_says_one_line(tmp_path):
-    from agentgym.train.coldstart.sft import RECORD_FILE
+    from agentgym.train.base.records import RECORD_FILE
 
     (tmp_path / RECORD_FILE).write_text('{"recipe": ' + "[" * 100000 + "]" * 100000 + "}")
     (tmp_path / "config.json").write_text("{}")  # a model directory as far as the flags are checked

@@ -10,7 +10,8 @@ import pytest
 from agentgym.agents.base import Completion
 from agentgym.train.rollout.collector import Collector
 from agentgym.train.rollout.envs import EnvBatch
-from agentgym.train.rollout.episodes import GroupRequest, RolloutConfig
+from agentgym.train.rollout.episodes import GroupRequest
+from agentgym.train.rollout.settings import RolloutConfig
 from agentgym.vector import make_vec
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "vector"))

@@ -3,8 +3,11 @@ bad split or env keyword is one line naming the flag, exit status 2."""
 
 import pytest
 
-from agentgym.train.run.config import ConfigError, SFTRunConfig, TrainConfig, build, parse
-from agentgym.train.run.env_check import check_env, env_keywords
+from agentgym.train.base.errors import ConfigError
+from agentgym.train.base.flags import build
+from agentgym.train.config.cli import parse
+from agentgym.train.config.env_check import check_env, env_keywords
+from agentgym.train.config.tree import SFTRunConfig, TrainConfig
 
 
 def refused(cls, argv, capsys) -> str:

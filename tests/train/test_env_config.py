@@ -2,7 +2,8 @@
 
 import pytest
 
-from agentgym.train.run.config import ConfigError, EnvConfig
+from agentgym.train.base.errors import ConfigError
+from agentgym.train.config.env import EnvConfig
 from agentgym.vector import ProcessOptions, RayOptions, SyncOptions
 
 

@@ -7,10 +7,12 @@ checked exactly; tests/trainers/test_methods.py runs the same extensions on the 
 import numpy as np
 import pytest
 
+from agentgym.train.config.tree import TrainConfig
 from agentgym.train.hooks import Extensions, SampleKind, StepContext, TrainerExtension
 from agentgym.train.methods import DAPO, VSPO, DAPOConfig, GiGPO, GiGPOConfig, VSPOConfig
 from agentgym.train.rollout.episodes import Episode, GroupRequest
 from agentgym.train.rollout.samples import episode_samples
+from agentgym.train.view import RunView
 
 
 def episode(group, task, ret, turns=1, observations=None):
@@ -44,7 +46,7 @@ class ScriptedRollout:
 
     def ctx(self, step=0, num_groups=2):
         return StepContext(step, self.collect, self.next_requests, None, None, 2, num_groups,
-                           np.random.default_rng(step))
+                           np.random.default_rng(step), RunView.of(TrainConfig()))
 
     def first_batch(self, n):
         return self.collect(self.next_requests(n))

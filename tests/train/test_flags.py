@@ -6,8 +6,9 @@ from typing import Annotated, ClassVar
 
 import pytest
 
-from agentgym.train.run.config import TrainConfig, build, parse
-from agentgym.train.run.flags import FlagClash, Flat
+from agentgym.train.base.flags import FlagClash, Flat, build
+from agentgym.train.config.cli import parse
+from agentgym.train.config.tree import TrainConfig
 
 
 @dataclass
@@ -67,24 +68,47 @@ def test_a_former_name_that_a_current_setting_spells_is_an_error():
             FORMER_NAMES: ClassVar[dict[str, str]] = {"num_steps": "cold_start.num_steps"}
 
 
-def test_former_cold_start_flags_still_parse_and_build_takes_their_names():
-    config = parse(TrainConfig, ["--cold-start-steps", "0", "--cold-start-episodes=16", "--cold-start-lr", "0.01",
-                                 "--cold-start-batch-size", "4", "--cold-start-chatty-answers", "0.5",
-                                 "--cold-start-judge-samples", "2", "--eval-episodes", "0"])
-    cs = config.cold_start
-    assert (cs.num_steps, cs.num_episodes, cs.learning_rate, cs.batch_size, cs.chatty_answers, cs.judge_samples) == (
-        0, 16, 0.01, 4, 0.5, 2)
-    built = build(TrainConfig, cold_start_steps=3, cold_start={"batch_size": 2})
+@pytest.mark.parametrize("argv,message", [
+    (["--cold-start-steps", "0"], "--cold-start-steps was renamed --cold-start.num-steps"),
+    (["--cold-start-episodes=16"], "--cold-start-episodes was renamed --cold-start.num-episodes"),
+    (["--cold-start-chatty-answers", "0.5"], "--cold-start-chatty-answers was renamed --cold-start.chatty-answers"),
+])
+def test_a_former_flag_fails_in_one_line_naming_the_current_one(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        parse(TrainConfig, argv + ["--eval-episodes", "0"])
+    assert e.value.code == 2 and capsys.readouterr().err == f"error: {message}\n"
+
+
+def test_build_refuses_a_former_name_naming_the_current_one():
+    with pytest.raises(TypeError, match=r"TrainConfig has no setting 'cold_start_steps' \(cold_start_steps is now "
+                                        r"cold_start.num_steps\)"):
+        build(TrainConfig, cold_start_steps=3)
+    with pytest.raises(TypeError, match=r"judge_beta is now gcd.judge_loss.beta"):
+        _build_gcd(judge_beta=0.1)
+    built = build(TrainConfig, cold_start={"num_steps": 3, "batch_size": 2})
     assert (built.cold_start.num_steps, built.cold_start.batch_size) == (3, 2)
     with pytest.raises(TypeError, match="TrainConfig has no setting 'steps'"):
         build(TrainConfig, steps=3)
 
 
-def test_help_lists_the_former_spellings(capsys):
+def _build_gcd(**values):
+    from dataclasses import dataclass, field
+    from typing import Annotated
+
+    from agentgym.train.base.flags import Grouped
+    from agentgym.train.methods import GCDConfig
+
+    @dataclass
+    class GCDTrainConfig(TrainConfig):
+        gcd: Annotated[GCDConfig, Grouped] = field(default_factory=GCDConfig)
+
+    return build(GCDTrainConfig, gcd=values)
+
+
+def test_help_leaves_out_the_settings_for_code_only(capsys):
     with pytest.raises(SystemExit):
         parse(TrainConfig, ["--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "--cold-start-steps for --cold-start.num-steps" in out
     assert "--max-turns" not in out and "--max-action-chars" not in out  # settings for code only
 
 
@@ -95,7 +119,7 @@ def test_help_lists_the_former_spellings(capsys):
     (["--max-generate-batch", "0"], "--max-generate-batch must be an integer >= 1 or None, got 0"),
     (["--eps-low", "1.5"], "--eps-low must be in [0, 1), got 1.5"),
     (["--cold-start.num-steps", "-1"], "--cold-start.num-steps must be an integer >= 0, got -1"),
-    (["--cold-start-chatty-answers", "2"], "--cold-start.chatty-answers is a fraction in [0, 1], got 2.0"),
+    (["--cold-start.chatty-answers", "2"], "--cold-start.chatty-answers is a fraction in [0, 1], got 2.0"),
 ])
 def test_a_bad_nested_setting_is_one_line_naming_its_flag(flags, message, capsys):
     with pytest.raises(SystemExit) as e:

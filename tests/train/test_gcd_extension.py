@@ -13,15 +13,18 @@ import pytest
 from toy_env import ToyLookupEnv
 
 from agentgym.agents.base import Completion
+from agentgym.train.base.flags import build
+from agentgym.train.config.tree import TrainConfig
 from agentgym.train.hooks import Extensions, StepContext
 from agentgym.train.methods import GCD, GCDConfig
 from agentgym.train.methods.gcd.correction import MISTAKES_HEADER
 from agentgym.train.methods.gcd.external import JudgeUnavailable
 from agentgym.train.methods.gcd.judge import judge_prompt
 from agentgym.train.rollout.chat import ChatEncoder
-from agentgym.train.rollout.episodes import Episode, RolloutConfig, collect_episodes
-from agentgym.train.run.config import TrainConfig, build
-from agentgym.train.run.helpers import make_env_batch
+from agentgym.train.rollout.envs import make_env_batch
+from agentgym.train.rollout.episodes import Episode, collect_episodes
+from agentgym.train.rollout.settings import RolloutConfig
+from agentgym.train.view import RunView
 
 
 class ScriptedPolicy:
@@ -56,7 +59,8 @@ def batch():
 
 def context(tiny, policy, step=0, tmp_path=None, quiet=True):
     config = build(TrainConfig, output_dir=str(tmp_path or "/nonexistent"), quiet=quiet, temperature=1.0)
-    return StepContext(step, None, None, policy, tiny[1], 2, 1, np.random.default_rng([0, step]), config)
+    return StepContext(step, None, None, policy, tiny[1], 2, 1, np.random.default_rng([0, step]),
+                       RunView.of(config, tokenizer=tiny[1]))
 
 
 SAYS_BAD, SAYS_GOOD = "It loops back to the hall. <judge>bad</judge>", "Fine. <judge>good</judge>"
@@ -254,7 +258,7 @@ def test_a_down_external_judge_is_a_logged_skip_or_a_clear_error_never_a_hang(ti
     ({"correction_min_readability": 1.5}, "--gcd.correction-min-readability must be in"),
 ])
 def test_bad_settings_name_the_flag(flags, message):
-    from agentgym.train.run.config import ConfigError
+    from agentgym.train.base.errors import ConfigError
 
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         GCDConfig(**flags).validate()

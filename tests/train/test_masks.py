@@ -8,12 +8,14 @@ from toy_env import ToyLookupEnv
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.agents.base import Completion, Policy
 from agentgym.prompts import episode_to_messages
-from agentgym.train.optim.loss import LossConfig, policy_loss
+from agentgym.train.optim.loss import policy_loss
+from agentgym.train.optim.settings import LossConfig
 from agentgym.train.optim.update import pad_batch, sample_logprobs
 from agentgym.train.rollout.chat import ChatEncoder
-from agentgym.train.rollout.episodes import RolloutConfig, collect_episodes
+from agentgym.train.rollout.envs import make_env_batch
+from agentgym.train.rollout.episodes import collect_episodes
 from agentgym.train.rollout.samples import episode_samples
-from agentgym.train.run.helpers import make_env_batch
+from agentgym.train.rollout.settings import RolloutConfig
 
 
 def scripted_completion(tokenizer, text):
@@ -142,7 +144,7 @@ def test_a_cut_history_still_trains_on_exactly_what_was_generated(tiny, layout):
 
 
 def test_concat_refuses_a_template_that_rewrites_history(tiny_path):
-    from agentgym.train.run.helpers import load_tokenizer
+    from agentgym.train.base.models import load_tokenizer
 
     tok = load_tokenizer(tiny_path)
     # like templates that drop old <think> blocks: earlier assistant turns render differently later

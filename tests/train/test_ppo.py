@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from agentgym.agents.base import Completion
+from agentgym.train.base.errors import ConfigError
 from agentgym.train.methods.ppo import PPOConfig, explained_variance, gae, value_loss, value_positions, whiten
 from agentgym.train.rollout.episodes import Episode, Turn
 from agentgym.train.rollout.samples import episode_samples
-from agentgym.train.run.config import ConfigError
 
 
 def test_gae_over_three_turns_matches_the_hand_computed_numbers():
@@ -55,10 +55,10 @@ def test_bad_ppo_settings_are_one_line_naming_the_flag(flags, message):
         PPOConfig(**flags).validate()
 
 
-def test_a_checkpoint_recorded_with_the_former_names_rebuilds_its_settings():
-    from agentgym.train.run.flags import from_recorded
+def test_a_recorded_config_rebuilds_its_settings():
+    from agentgym.train.base.flags import from_recorded
 
-    cfg = from_recorded(PPOConfig, {"gamma": 0.9, "lam": 0.8, "value_clip": 0.2})
+    cfg = from_recorded(PPOConfig, {"gae_gamma": 0.9, "gae_lambda": 0.8, "value_clip": 0.2})
     assert (cfg.gae_gamma, cfg.gae_lambda, cfg.value_clip) == (0.9, 0.8, 0.2)
 
 

@@ -1,4 +1,4 @@
-"""Env presets (agentgym.train.run.presets): a real checkpoint trains on the env's own defaults, the
+"""Env presets (agentgym.train.config.presets): a real checkpoint trains on the env's own defaults, the
 built-in tiny models on the `tiny` preset, `--env-kwargs` merges over the preset key by key, and
 the kwargs a run resolved are printed and replayed by evaluation."""
 
@@ -12,8 +12,10 @@ import gymnasium as gym
 import pytest
 
 import agentgym  # noqa: F401  registers the envs
-from agentgym.train.run.config import SFTRunConfig, TrainConfig, build, parse
-from agentgym.train.run.presets import TINY_MODELS, preset_kwargs
+from agentgym.train.base.flags import build
+from agentgym.train.config.cli import parse
+from agentgym.train.config.presets import TINY_MODELS, preset_kwargs
+from agentgym.train.config.tree import SFTRunConfig, TrainConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY_TOOLQA = preset_kwargs("tiny", "ToolQA-v0")
@@ -124,8 +126,7 @@ def test_a_cold_start_output_starts_rl_and_eval_on_the_env_it_recorded(tmp_path,
 def test_vspo_on_a_checkpoint_directory_prints_and_records_the_envs_defaults(checkpoint, tmp_path):
     """`trainers/vspo.py --model DIR`, one step: the startup line names the preset and the env
     kwargs, the checkpoint records them, and `agentgym eval` replays them."""
-    from agentgym.train.evaluate import recorded_env_kwargs
-    from agentgym.train.run.state_file import read_state, write_state
+    from agentgym.train.base.records import recorded_env_kwargs
 
     env = {**os.environ, "PYTHONPATH": ROOT}
     run = subprocess.run([sys.executable, os.path.join(ROOT, "trainers", "vspo.py"), "--model", checkpoint,
@@ -143,12 +144,3 @@ def test_vspo_on_a_checkpoint_directory_prints_and_records_the_envs_defaults(che
     assert evaluated.returncode == 0, evaluated.stderr[-2000:]
     assert evaluated.stdout.splitlines()[0] == ('env: ToolQA-v0, preset recorded (auto: the model directory\'s '
                                                 'record), env kwargs {"max_turns": 1}')
-
-    # a checkpoint written before presets existed records only its --env-kwargs (None: the
-    # trainers' old ToolQA defaults, whatever the model), and is replayed as it trained
-    state = read_state(step)
-    del state["extra"]["env_kwargs"], state["extra"]["config"]["env"]["preset"]
-    legacy = tmp_path / "legacy"
-    shutil.copytree(step, legacy)
-    write_state(legacy, state)
-    assert recorded_env_kwargs(str(legacy), "ToolQA-v0") == TINY_TOOLQA

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from agentgym.train.run.threads import (
+from agentgym.train.base.threads import (
     available_cores,
     cgroup_cpu_limit,
     default_threads,

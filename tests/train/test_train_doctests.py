@@ -2,18 +2,16 @@
 
 import doctest
 import importlib
+import pkgutil
+from pathlib import Path
 
 import pytest
 
-MODULES = ["agentgym.train.run.config", "agentgym.train.run.flags", "agentgym.train.run.presets",
-           "agentgym.train.run.state", "agentgym.train.run.view", "agentgym.train.rollout.tasks",
-           "agentgym.train.optim.distributed", "agentgym.train.coldstart.sft", "agentgym.train.coldstart.expert",
-           "agentgym.train.methods.grpo", "agentgym.train.methods.vspo", "agentgym.train.methods.dapo",
-           "agentgym.train.methods.gigpo", "agentgym.train.methods.ppo", "agentgym.train.methods.gcd.labels",
-           "agentgym.train.methods.gcd.judge", "agentgym.train.methods.gcd.correction",
-           "agentgym.train.methods.gcd.external", "agentgym.train.methods.gcd.steps",
-           "agentgym.train.methods.gcd.coldstart", "agentgym.train.methods.gcd.readability",
-           "agentgym.train.methods.gcd.correction_source", "agentgym.train.moved", "agentgym.rewards.prs"]
+import agentgym.train
+
+# every module of the trainer core that holds an example, and the PRS schedule the trainers drive
+MODULES = sorted(m.name for m in pkgutil.walk_packages(agentgym.train.__path__, "agentgym.train.")
+                 if ">>>" in Path(importlib.util.find_spec(m.name).origin).read_text()) + ["agentgym.rewards.prs"]
 
 
 @pytest.mark.parametrize("name", MODULES)

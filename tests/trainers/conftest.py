@@ -19,8 +19,9 @@ def cold_model(tmp_path_factory):
     """The tiny model after a short cold start: its rollouts have reward spread in some groups."""
     from trainer_helpers import TOOLQA_SMALL
 
+    from agentgym.train.base.flags import build
     from agentgym.train.coldstart.sft import run_sft
-    from agentgym.train.run.config import SFTRunConfig, build
+    from agentgym.train.config.tree import SFTRunConfig
 
     out = tmp_path_factory.mktemp("cold")
     return run_sft(build(SFTRunConfig, model="tiny", env_kwargs=TOOLQA_SMALL, num_steps=100, num_episodes=64, seed=0,

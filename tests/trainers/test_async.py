@@ -13,9 +13,9 @@ import vspo
 from safetensors.torch import load_file
 from trainer_helpers import small_config
 
+from agentgym.train.base.errors import ConfigError
 from agentgym.train.hooks import TrainerExtension
 from agentgym.train.loop import train
-from agentgym.train.run.config import ConfigError
 
 VOLATILE = ("time/", "tokens_per_second")
 

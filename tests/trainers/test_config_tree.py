@@ -1,4 +1,4 @@
-"""Each setting is declared once (agentgym/train/run/config.py): the runtime takes the parsed groups as
+"""Each setting is declared once, in the settings group beside the code that reads it: the runtime takes the parsed groups as
 they are, so a flag reaches every place that uses its setting."""
 
 from dataclasses import fields
@@ -12,9 +12,13 @@ import vspo
 from trainer_helpers import TOOLQA_SMALL
 
 from agentgym.agents import Policy, SamplingConfig
-from agentgym.train.run import config as cfgmod
-from agentgym.train.run.config import SFTRunConfig, TrainConfig, build, parse
-from agentgym.train.run.flags import settings
+from agentgym.train.base.flags import build, settings
+from agentgym.train.coldstart.settings import SFTConfig
+from agentgym.train.config.cli import parse
+from agentgym.train.config.run import BaseRunConfig, RunConfig
+from agentgym.train.config.tree import SFTRunConfig, TrainConfig
+from agentgym.train.optim.settings import LossConfig
+from agentgym.train.rollout.settings import LayoutConfig, RolloutConfig
 
 
 def test_every_flat_name_means_one_setting_across_the_trainers():
@@ -55,20 +59,15 @@ def test_the_losses_are_one_class_and_the_judges_is_its_own_instance():
     from agentgym.train.methods import GCD
 
     config = gcd.defaults()
-    assert type(config.optim.loss) is type(config.gcd.judge_loss) is cfgmod.LossConfig
+    assert type(config.optim.loss) is type(config.gcd.judge_loss) is LossConfig
     assert config.optim.loss_config() is config.optim.loss
     assert GCD(config.gcd).sample_kinds["judge"].loss is config.gcd.judge_loss
     assert (config.gcd.judge_loss.beta, config.gcd.judge_loss.aggregation) == (0.0, "seq-mean")
     assert (config.optim.loss.beta, config.optim.loss.aggregation) == (0.001, "token-mean")
-    from agentgym.train.optim.loss import LossConfig
-
-    assert LossConfig is cfgmod.LossConfig
 
 
 def test_the_rollout_settings_are_the_runtimes_and_its_former_internal_knobs_are_flags():
-    from agentgym.train.rollout.episodes import RolloutConfig
-
-    assert RolloutConfig is cfgmod.RolloutConfig and isinstance(TrainConfig().rollout, RolloutConfig)
+    assert isinstance(TrainConfig().rollout, RolloutConfig)
     r = parse(TrainConfig, ["--rollout-mode", "overlapped", "--batch-wait", "0", "--max-generate-batch", "4",
                             "--eval-episodes", "0"]).rollout
     assert (r.rollout_mode, r.batch_wait, r.max_generate_batch) == ("overlapped", 0.0, 4)
@@ -79,7 +78,7 @@ def test_the_rollout_settings_are_the_runtimes_and_its_former_internal_knobs_are
 def test_the_cold_start_is_an_sft_config_filled_from_the_run():
     config = build(TrainConfig, seed=4, quiet=True, layout="window", window=1, max_prompt_tokens=900,
                    output_dir="runs/x", cold_start_steps=20)
-    assert type(config.cold_start) is cfgmod.SFTConfig
+    assert type(config.cold_start) is SFTConfig
     run = config.cold_start_config()
     assert isinstance(run, SFTRunConfig) and run.env is config.env and run.model is config.model
     assert (run.chat.layout, run.chat.window, run.chat.max_prompt_tokens) == ("window", 1, 900)
@@ -118,9 +117,9 @@ def test_the_sft_run_reuses_the_run_and_layout_groups():
     groups = {f.name: f.type for f in fields(SFTRunConfig)}
     assert set(groups) == {"env", "model", "sft", "chat", "run"}
     sft_run = SFTRunConfig()
-    assert type(sft_run.run) is cfgmod.BaseRunConfig and issubclass(cfgmod.RunConfig, cfgmod.BaseRunConfig)
-    assert type(sft_run.chat) is cfgmod.LayoutConfig and issubclass(cfgmod.RolloutConfig, cfgmod.LayoutConfig)
-    for sub, base in ((cfgmod.RunConfig, cfgmod.BaseRunConfig), (cfgmod.RolloutConfig, cfgmod.LayoutConfig)):
+    assert type(sft_run.run) is BaseRunConfig and issubclass(RunConfig, BaseRunConfig)
+    assert type(sft_run.chat) is LayoutConfig and issubclass(RolloutConfig, LayoutConfig)
+    for sub, base in ((RunConfig, BaseRunConfig), (RolloutConfig, LayoutConfig)):
         assert not set(vars(sub)["__annotations__"]) & set(vars(base)["__annotations__"])  # nothing redeclared
     # trainers/sft.py's flags keep their spelling
     flags = {s.flag for s in settings(SFTRunConfig)}

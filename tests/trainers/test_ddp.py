@@ -12,8 +12,12 @@ import pytest
 import torch
 from trainer_helpers import TOOLQA_SMALL, small_config
 
-from agentgym.train.optim.distributed import Dist, reduce_metrics
-from agentgym.train.run.config import ConfigError, TrainConfig, build, parse
+from agentgym.train.base.errors import ConfigError
+from agentgym.train.base.flags import build
+from agentgym.train.base.world import Dist
+from agentgym.train.config.cli import parse
+from agentgym.train.config.tree import TrainConfig
+from agentgym.train.optim.distributed import reduce_metrics
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VOLATILE = ("time/", "tokens_per_second")
@@ -33,7 +37,7 @@ def test_num_groups_must_split_into_whole_groups_per_process(monkeypatch, capsys
 
 
 def test_fsdp_needs_a_launcher_and_an_rl_trainer(monkeypatch):
-    from agentgym.train.run.config import SFTRunConfig
+    from agentgym.train.config.tree import SFTRunConfig
 
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     with pytest.raises(ConfigError, match="--fsdp shards the model across processes: launch with `torchrun"):
@@ -103,7 +107,7 @@ def _one_step(model, samples, ref, dist=None, loss_term=False):
     """One train_step with SGD (a wrong gradient scale shows in the weights, unlike Adam's), a KL
     term, clipping that bites, and GCD-like judge samples with their own aggregation; with
     ``loss_term``, an extension's loss term whose head is a second parameter group."""
-    from agentgym.train.optim.loss import LossConfig
+    from agentgym.train.optim.settings import LossConfig
     from agentgym.train.optim.update import sample_logprobs, train_step
 
     lp = sample_logprobs(model, samples, 0, 3)
@@ -124,8 +128,8 @@ def _one_step(model, samples, ref, dist=None, loss_term=False):
 def _two_rank_worker(rank, port, tiny_path, out_dir):
     import torch.distributed as td
 
+    from agentgym.train.base.models import load_model, load_tokenizer
     from agentgym.train.optim import fsdp
-    from agentgym.train.run.helpers import load_model, load_tokenizer
 
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
@@ -164,7 +168,7 @@ def test_one_step_on_two_ranks_is_the_one_process_step(tmp_path, tiny_path):
     mean over both ranks' samples and the head's summed gradient give one process's step. About 25 s."""
     import torch.multiprocessing as mp
 
-    from agentgym.train.run.helpers import load_model, load_tokenizer
+    from agentgym.train.base.models import load_model, load_tokenizer
 
     samples, ref = _samples(len(load_tokenizer(tiny_path)))
     model = load_model(tiny_path, "cpu")

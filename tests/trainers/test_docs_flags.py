@@ -9,7 +9,8 @@ import gigpo
 import ppo
 import vspo
 
-from agentgym.train.run.config import SFTRunConfig, TrainConfig, flag_rows
+from agentgym.train.base.flags import flag_rows
+from agentgym.train.config.tree import SFTRunConfig, TrainConfig
 
 DOC = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "trainers.md")).read()
 

@@ -10,10 +10,11 @@ import pytest
 pytest.importorskip("alfworld")
 
 from agentgym.envs.alfworld.generate import generate
+from agentgym.train.base.flags import build
+from agentgym.train.base.models import load_tokenizer
 from agentgym.train.coldstart.expert import expert_episode
+from agentgym.train.config.tree import TrainConfig
 from agentgym.train.rollout.chat import ChatEncoder
-from agentgym.train.run.config import TrainConfig, build
-from agentgym.train.run.helpers import load_tokenizer
 
 OPTIONS = {"observation": "history+admissible", "history": 2, "action_format": "choice"}
 
@@ -44,9 +45,9 @@ def test_a_checkpoint_trained_with_the_options_is_evaluated_and_boarded_with_the
     from agentgym.cli import main as cli_main
     from agentgym.envs.data_settings import DataSettingError
     from agentgym.leaderboard.specs import make_agent
+    from agentgym.train.config.presets import resolve_env_kwargs
     from agentgym.train.evaluate import trained_env_kwargs
     from agentgym.train.loop import train
-    from agentgym.train.run.presets import resolve_env_kwargs
 
     kwargs = {"data_path": root, "max_turns": 2, **OPTIONS}
     # the ToolQA-text tiny model: a tokenizer built on ALFWorld text would replay 64 expert games first

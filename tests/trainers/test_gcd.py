@@ -17,11 +17,14 @@ import torch
 from safetensors.torch import load_file
 from trainer_helpers import TOOLQA_SMALL, small_config
 
-from agentgym.train.coldstart.sft import _recipe, read_record, run_sft
+from agentgym.train.base.errors import ConfigError
+from agentgym.train.base.flags import build
+from agentgym.train.base.records import read_record
+from agentgym.train.base.state_file import read_state
+from agentgym.train.coldstart.sft import _recipe, run_sft
+from agentgym.train.config.tree import SFTRunConfig
 from agentgym.train.methods.gcd.correction import MISTAKES_HEADER
 from agentgym.train.methods.gcd.judge import parse_verdict
-from agentgym.train.run.config import SFTRunConfig, build
-from agentgym.train.run.state_file import read_state
 
 VOLATILE = ("time/", "tokens_per_second")
 JUDGE = dict(k=2, max_judged_steps=4, balance="none", judge_max_new_tokens=12, correction_every=1,
@@ -117,20 +120,24 @@ def test_gcd_runs_alfworld_in_the_window_layout(tmp_path):
 
 def test_cold_start_mixes_balanced_judge_samples_and_keeps_the_old_recipe_without(tmp_path, capsys):
     from agentgym.agents.tiny import resolve_model_path
-    from agentgym.train.coldstart.sft import judge_samples
+    from agentgym.train.base.models import load_tokenizer
+    from agentgym.train.coldstart.sft import extension_samples
+    from agentgym.train.hooks import Extensions
+    from agentgym.train.methods import GCD
     from agentgym.train.rollout.chat import ChatEncoder
-    from agentgym.train.run.helpers import load_tokenizer
 
     kw = dict(model="tiny", env_kwargs=TOOLQA_SMALL, num_episodes=8, seed=0, progress=False, tensorboard=False)
     plain = build(SFTRunConfig, **kw)
     assert "judge_samples" not in _recipe(plain)["sft"]  # cold starts cached before the flag stay valid
     cfg = build(SFTRunConfig, **kw, judge_samples=8, num_steps=3, output_dir=str(tmp_path / "sft"))
     tok = load_tokenizer(resolve_model_path("tiny"))
-    samples, stats = judge_samples(cfg, ChatEncoder(tok))
-    assert len(samples) == 8 and stats["good"] == stats["bad"] == 4
+    samples, note = extension_samples(cfg, ChatEncoder(tok), Extensions([GCD()]))
+    assert len(samples) == 8 and note.startswith("8 judge samples (4 good, 4 bad")
     verdicts = [parse_verdict(tok.decode([t for t, m in zip(s.input_ids, s.loss_mask) if m])) for s in samples]
     assert sorted(verdicts) == ["bad"] * 4 + ["good"] * 4
-    final = run_sft(cfg)
+    with pytest.raises(ConfigError, match="--judge-samples 8: judge samples come from GCD"):
+        run_sft(cfg)  # a cold start without GCD's extension has no one to make them
+    final = run_sft(cfg, Extensions([GCD()]))
     assert read_record(final)["recipe"]["sft"]["judge_samples"] == 8
     assert "8 judge samples (4 good, 4 bad" in capsys.readouterr().out
 
@@ -138,8 +145,9 @@ def test_cold_start_mixes_balanced_judge_samples_and_keeps_the_old_recipe_withou
 def test_held_out_evaluation_and_agentgym_eval_use_the_trained_list(tmp_path, capsys):
     from agentgym.agents import Completion, Policy, SamplingConfig
     from agentgym.train import loop
-    from agentgym.train.evaluate import evaluate, trained_mistakes
+    from agentgym.train.evaluate import evaluate
     from agentgym.train.evaluate import main as eval_main
+    from agentgym.train.methods.gcd.extension import trained_mistakes
 
     class SeesPrompts(Policy):
         sampling = SamplingConfig(max_new_tokens=4)
@@ -175,7 +183,7 @@ def test_held_out_evaluation_and_agentgym_eval_use_the_trained_list(tmp_path, ca
 
 
 def test_correction_source_flag_takes_its_three_values_and_names_itself_when_wrong(capsys):
-    from agentgym.train.run.config import parse
+    from agentgym.train.config.cli import parse
 
     for value in ("auto", "model", "offline"):
         cfg = parse(gcd.GCDTrainConfig, ["--gcd.correction-source", value, "--gcd.correction-min-readability", "0.7"])

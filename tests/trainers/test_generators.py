@@ -17,10 +17,11 @@ from safetensors.torch import load_file
 from trainer_helpers import small_config
 
 from agentgym.agents import HFPolicy, OpenAIRequestError, SamplingConfig
+from agentgym.train.base.errors import ConfigError
 from agentgym.train.hooks import TrainerExtension
 from agentgym.train.loop import train
 from agentgym.train.rollout.generators import GeneratorError, ServerGenerator
-from agentgym.train.run.config import ConfigError, vllm_installed
+from agentgym.train.rollout.settings import vllm_installed
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 

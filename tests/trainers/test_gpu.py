@@ -7,7 +7,8 @@ import pytest
 import torch
 from trainer_helpers import TOOLQA_SMALL
 
-from agentgym.train.run.config import TrainConfig, build
+from agentgym.train.base.flags import build
+from agentgym.train.config.tree import TrainConfig
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]

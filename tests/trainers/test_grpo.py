@@ -97,7 +97,8 @@ def test_evaluation_reports_before_and_after_and_leaves_the_random_streams_as_th
     import numpy as np
 
     from agentgym.agents import HFPolicy, SamplingConfig
-    from agentgym.train.run.helpers import load_model, load_tokenizer, seed_everything
+    from agentgym.train.base.device import seed_everything
+    from agentgym.train.base.models import load_model, load_tokenizer
 
     args = small_args(tmp_path, eval_episodes=4, max_new_tokens=8)
     policy = HFPolicy(load_model(tiny_path, "cpu", trainable=False), load_tokenizer(tiny_path),
@@ -141,8 +142,10 @@ def test_resume_survives_a_partial_last_metrics_line_and_keeps_the_before_evalua
 
 
 def test_a_half_written_cold_start_is_rebuilt_not_loaded(tmp_path):
-    from agentgym.train.coldstart.sft import is_complete, reusable, run_sft
-    from agentgym.train.run.config import SFTRunConfig, build
+    from agentgym.train.base.flags import build
+    from agentgym.train.base.records import is_complete
+    from agentgym.train.coldstart.sft import reusable, run_sft
+    from agentgym.train.config.tree import SFTRunConfig
 
     cfg = build(SFTRunConfig, model="tiny", env_kwargs=TOOLQA_SMALL, num_steps=2, num_episodes=4, batch_size=4,
                 output_dir=str(tmp_path / "sft"), quiet=True, progress=False, tensorboard=False)

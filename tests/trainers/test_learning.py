@@ -19,9 +19,10 @@ import torch
 from trainer_helpers import TOOLQA_SMALL
 
 from agentgym.agents import HFPolicy, SamplingConfig
+from agentgym.train.base.flags import build
+from agentgym.train.base.models import load_model, load_tokenizer
+from agentgym.train.config.tree import SFTRunConfig, TrainConfig
 from agentgym.train.evaluate import evaluate
-from agentgym.train.run.config import SFTRunConfig, TrainConfig, build
-from agentgym.train.run.helpers import load_model, load_tokenizer
 
 SAMPLING = SamplingConfig(max_new_tokens=40, temperature=1.0)
 SEED = 1

@@ -14,9 +14,9 @@ import vspo
 from safetensors.torch import load_file
 from trainer_helpers import TOOLQA_SMALL, small_config
 
-from agentgym.train.coldstart.sft import read_record
+from agentgym.train.base.records import read_record
+from agentgym.train.base.state_file import read_state
 from agentgym.train.rollout.tasks import TaskStream
-from agentgym.train.run.state_file import read_state
 
 VOLATILE = ("time/", "tokens_per_second")
 
@@ -136,7 +136,8 @@ def test_a_bad_flag_is_one_line_naming_it(flags, message):
 
 
 def test_bare_resume_means_auto_and_env_kwargs_default_per_env():
-    from agentgym.train.run.config import TrainConfig, parse
+    from agentgym.train.config.cli import parse
+    from agentgym.train.config.tree import TrainConfig
 
     assert parse(TrainConfig, ["--resume"]).run.resume == "auto"
     assert parse(TrainConfig, ["--resume", "--num-steps", "3"]).run.resume == "auto"

@@ -8,8 +8,9 @@ import sft
 from trainer_helpers import TOOLQA_SMALL, small_config
 
 from agentgym.locks import DirectoryInUse
+from agentgym.train.base.flags import build
+from agentgym.train.config.tree import SFTRunConfig
 from agentgym.train.loop import train
-from agentgym.train.run.config import SFTRunConfig, build
 
 HOLD = "import sys; from agentgym.locks import lock_dir; lock_dir(sys.argv[1]); print('held', flush=True); sys.stdin.read()"
 

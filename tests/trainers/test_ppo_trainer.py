@@ -14,10 +14,12 @@ import torch
 from safetensors.torch import load_file
 from trainer_helpers import small_config
 
+from agentgym.train.base.checkpoint_record import read_checkpoint
+from agentgym.train.base.errors import ConfigError
+from agentgym.train.base.flags import build
+from agentgym.train.config.tree import TrainConfig
 from agentgym.train.loop import train
 from agentgym.train.methods import PPO, recorded_extensions
-from agentgym.train.run.checkpoint_record import read_checkpoint
-from agentgym.train.run.config import ConfigError, TrainConfig, build
 
 VOLATILE = ("time/", "tokens_per_second")
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))

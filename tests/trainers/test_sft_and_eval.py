@@ -5,12 +5,13 @@ import sft
 from trainer_helpers import TOOLQA_SMALL
 
 from agentgym.cli import main as cli_main
+from agentgym.train.base.flags import build
+from agentgym.train.base.metrics import read_metrics
+from agentgym.train.base.models import load_tokenizer
 from agentgym.train.coldstart.expert import expert_episode
+from agentgym.train.config.tree import SFTRunConfig
 from agentgym.train.evaluate import evaluate
 from agentgym.train.rollout.chat import ChatEncoder
-from agentgym.train.run.config import SFTRunConfig, build
-from agentgym.train.run.helpers import load_tokenizer
-from agentgym.train.run.metrics import read_metrics
 
 
 def test_expert_transcript_trains_on_assistant_tokens_only(tmp_path):
@@ -65,10 +66,10 @@ def test_evaluate_through_an_openai_compatible_endpoint(chat_server):
 
 
 def test_eval_cli_plays_with_the_env_kwargs_the_checkpoint_was_trained_with(tmp_path):
+    from agentgym.train.config.presets import preset_kwargs
+    from agentgym.train.config.tree import TrainConfig
     from agentgym.train.evaluate import trained_env_kwargs
     from agentgym.train.loop import train
-    from agentgym.train.run.config import TrainConfig
-    from agentgym.train.run.presets import preset_kwargs
 
     train(build(TrainConfig, env_kwargs='{"question_kinds": ["single_hop"], "max_turns": 1}', num_steps=1,
                 num_groups=1, group_size=2, max_new_tokens=4, cold_start_steps=0, eval_episodes=0, progress=False,
@@ -116,7 +117,7 @@ def test_chatty_answers_rewrite_that_share_of_the_expert_answers_and_nothing_els
 def test_a_cold_start_whose_every_prompt_is_over_the_cap_stops_with_one_line(tmp_path):
     import pytest
 
-    from agentgym.train.run.config import ConfigError
+    from agentgym.train.base.errors import ConfigError
 
     # ~12 KB of system prompt is ~3,800 tokens, past the default --max-prompt-tokens 3072 (a 117 KB
     # one made SFT ask for 42 GB in attention)
@@ -130,7 +131,8 @@ def test_a_cold_start_whose_every_prompt_is_over_the_cap_stops_with_one_line(tmp
 
 
 def test_sft_leaves_out_the_samples_whose_prompt_is_over_the_cap_and_counts_them(tmp_path, tiny_path, capsys):
-    from agentgym.train.coldstart.sft import expert_samples, prompt_tokens, read_record
+    from agentgym.train.base.records import read_record
+    from agentgym.train.coldstart.sft import expert_samples, prompt_tokens
 
     kw = dict(model=tiny_path, env_kwargs=TOOLQA_SMALL, layout="window", num_steps=1, num_episodes=3, batch_size=2,
               output_dir=str(tmp_path), progress=False, tensorboard=False)
@@ -149,8 +151,8 @@ def _prompt_nll(model_dir, samples):
     """Mean next-token loss of ``samples``' prompt tokens under the model in ``model_dir``."""
     import torch
 
+    from agentgym.train.base.models import load_model
     from agentgym.train.optim.update import pad_batch, reply_and_prompt_logits
-    from agentgym.train.run.helpers import load_model
 
     model = load_model(model_dir, "cpu", trainable=False)
     b = pad_batch(samples, load_tokenizer(model_dir).pad_token_id, "cpu")
@@ -160,7 +162,8 @@ def _prompt_nll(model_dir, samples):
 
 
 def test_a_prompt_loss_weight_also_teaches_the_model_the_env_text_and_is_part_of_the_recipe(tmp_path, tiny_path):
-    from agentgym.train.coldstart.sft import expert_samples, read_record
+    from agentgym.train.base.records import read_record
+    from agentgym.train.coldstart.sft import expert_samples
 
     kw = dict(model=tiny_path, env_kwargs=TOOLQA_SMALL, num_steps=15, num_episodes=8, batch_size=4,
               learning_rate=3e-3, progress=False, tensorboard=False, quiet=True)
@@ -178,7 +181,9 @@ def test_a_prompt_loss_weight_also_teaches_the_model_the_env_text_and_is_part_of
 def test_a_prompt_loss_with_exploration_in_the_concat_layout_stops_with_one_line(tmp_path):
     import pytest
 
-    from agentgym.train.run.config import ConfigError, SettingError, SFTConfig
+    from agentgym.train.base.errors import ConfigError
+    from agentgym.train.coldstart.settings import SFTConfig
+    from agentgym.train.config.tree import SettingError
 
     cfg = build(SFTRunConfig, model="tiny", preset="none", env_id="ALFWorld-v0", layout="concat", explore=0.2,
                 prompt_loss_weight=1.0, num_steps=1, num_episodes=2, output_dir=str(tmp_path), quiet=True)

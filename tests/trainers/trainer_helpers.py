@@ -1,6 +1,7 @@
 """Shared settings of the trainer tests (a uniquely named module: every test dir has a conftest)."""
 
-from agentgym.train.run.config import TrainConfig, build
+from agentgym.train.base.flags import build
+from agentgym.train.config.tree import TrainConfig
 
 # single-hop ToolQA, two turns: cheap episodes a tiny model can learn the format of (with --preset
 # none, so these are the env kwargs and nothing else)

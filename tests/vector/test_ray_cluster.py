@@ -45,8 +45,8 @@ def cluster(tmp_path_factory):
 def test_env_actors_join_the_cluster_and_reserve_their_cpus(cluster):
     script = textwrap.dedent(f"""
         import json, ray
-        from agentgym.train.run.config import EnvConfig
-        from agentgym.train.run.helpers import make_env_batch
+        from agentgym.train.config.env import EnvConfig
+        from agentgym.train.rollout.envs import make_env_batch
         backend = EnvConfig(backend="ray", ray_address="{cluster}", env_num_cpus=0.5).backend_options()
         envs = make_env_batch("ToolQA-v0", 2, 2, backend, {{"question_kinds": ["single_hop"], "max_turns": 2}})
         try:

@@ -4,7 +4,7 @@
 each episode out as the chat transcript the RL trainer will sample from (same template, same
 layout), and trains on the assistant tokens only (cross-entropy, token-mean). A sample whose
 prompt is longer than ``max_prompt_tokens`` is left out (and counted), as the RL rollout cuts such
-an episode; a run left with none stops with a :class:`~agentgym.train.run.config.ConfigError`.
+an episode; a run left with none stops with a :class:`~agentgym.train.base.errors.ConfigError`.
 
 The tasks come from :func:`agentgym.train.rollout.tasks.cold_start_tasks`, and the model directory it
 writes records them in ``agentgym_sft.json``, so an RL run started from that directory leaves
@@ -16,51 +16,35 @@ rather than loaded.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentgym.train.run.config import ConfigError, LayoutConfig, SFTRunConfig, to_dict
+import gymnasium as gym
+import numpy as np
 
-RECORD_FILE = "agentgym_sft.json"
+import agentgym.envs  # noqa: F401  registers the envs
+from agentgym.agents.tiny import resolve_model_path
+from agentgym.locks import lock_dir
+from agentgym.train.base.device import autocast_context, resolve_device, seed_everything
+from agentgym.train.base.errors import ConfigError
+from agentgym.train.base.flags import to_dict
+from agentgym.train.base.metrics import MetricsLogger
+from agentgym.train.base.models import load_model, load_tokenizer
+from agentgym.train.base.records import RECORD_FILE, is_complete, read_record
+from agentgym.train.base.threads import set_cpu_threads
+from agentgym.train.coldstart.expert import expert_episode
+from agentgym.train.hooks import Extensions
+from agentgym.train.rollout.chat import ChatEncoder
+from agentgym.train.rollout.settings import LayoutConfig
+from agentgym.train.rollout.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
 
-
-def read_record(model_dir: str | os.PathLike) -> dict[str, Any] | None:
-    """The cold-start record of a model directory written by :func:`run_sft` (None: not one).
-
-    The record may come with a downloaded model: it is read within the bounds of
-    :func:`agentgym.train.run.state_file.load_json`, and one that is damaged, not a JSON object or
-    outside those bounds raises :class:`~agentgym.train.run.state_file.TrainerStateError`, one line
-    naming the file."""
-    from agentgym.train.run.state_file import TrainerStateError, load_json
-
-    path = Path(model_dir) / RECORD_FILE
-    if not path.is_file():
-        return None
-    try:
-        record, _ = load_json(path)
-    except FileNotFoundError:
-        return None
-    if not isinstance(record, dict):
-        raise TrainerStateError(f"{path}: not a cold-start record (a JSON object); remove it or make the "
-                                f"cold start again")
-    return record
-
-
-def is_complete(model_dir: str | os.PathLike) -> bool:
-    """Whether ``model_dir`` is a finished SFT output (weights, tokenizer, then the record); a
-    damaged record makes it an unfinished one (made again, not reused)."""
-    from agentgym.train.run.state_file import TrainerStateError
-
-    d = Path(model_dir)
-    try:
-        record = read_record(d)
-    except TrainerStateError:
-        return False
-    return record is not None and (d / "config.json").is_file() and (d / "tokenizer_config.json").is_file()
+if TYPE_CHECKING:
+    from agentgym.train.config.tree import SFTRunConfig
 
 
 def resolved(cfg: SFTRunConfig) -> SFTRunConfig:
@@ -97,11 +81,6 @@ def reusable(model_dir: str | os.PathLike, cfg: SFTRunConfig) -> bool:
 
 def expert_samples(cfg: SFTRunConfig, encoder, progress: bool = False):
     """Expert samples on the cold start's tasks; returns (samples, tasks played, episodes solved)."""
-    import gymnasium as gym
-
-    import agentgym  # noqa: F401  registers the envs
-    from agentgym.train.coldstart.expert import expert_episode
-    from agentgym.train.rollout.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
 
     cfg = resolved(cfg)
     env = gym.make(cfg.env.env_id, expert=True, **cfg.env.kwargs(cfg.model.model))
@@ -137,20 +116,13 @@ def chats(seed: int, fraction: float) -> bool:
     >>> any(chats(s, 0.0) for s in range(1000))
     False
     """
-    import numpy as np
-
     return bool(np.random.default_rng([int(seed), 0xC4A7]).random() < fraction)
 
 
-def judge_samples(cfg: SFTRunConfig, encoder):
-    """GCD's cold-start judge samples (:mod:`agentgym.train.methods.gcd.coldstart`), played on the cold
-    start's own tasks so RL's task split stays as it is; returns (samples, stats)."""
-    import gymnasium as gym
-
-    import agentgym  # noqa: F401  registers the envs
-    from agentgym.train.methods.gcd.coldstart import judge_cold_start_samples
-    from agentgym.train.rollout.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
-
+def extension_samples(cfg: SFTRunConfig, encoder, extensions: Extensions) -> tuple[list, str]:
+    """The samples a method adds to the cold start (GCD's judge samples: :meth:`~agentgym.train.hooks.
+    TrainerExtension.cold_start_samples`), played on the cold start's own tasks so RL's task split
+    stays as it is; returns (samples, the line that says what they are)."""
     cfg = resolved(cfg)
     env = gym.make(cfg.env.env_id, expert=True, **cfg.env.kwargs(cfg.model.model))
     try:
@@ -159,7 +131,7 @@ def judge_samples(cfg: SFTRunConfig, encoder):
         requests = [(task_seed(cfg.run.seed, k, STREAM_COLD_START),
                      {"split": cfg.env.split, **({"task_id": chosen[k]} if chosen is not None else {})})
                     for k in range(cfg.sft.num_episodes)]
-        return judge_cold_start_samples(env, encoder, cfg.sft.judge_samples, requests, seed=cfg.run.seed)
+        return extensions.cold_start_samples(env, encoder, requests, cfg.sft, cfg.run.seed)
     finally:
         env.close()
 
@@ -205,8 +177,6 @@ def lr_factor(step: int, num_steps: int, warmup_steps: int, schedule: str = "cos
     >>> lr_factor(99, 100, 10, "constant")
     1.0
     """
-    import math
-
     warm = min(1.0, (step + 1) / max(warmup_steps, 1))
     if schedule == "constant" or step < warmup_steps:
         return warm
@@ -220,23 +190,13 @@ def _bar(iterable, enabled: bool, desc: str):
     return tqdm(iterable, desc=desc, disable=not enabled, dynamic_ncols=True, leave=False)
 
 
-def run_sft(cfg: SFTRunConfig) -> str:
-    """Train, save ``OUTPUT_DIR/final`` and return its path."""
-    import numpy as np
+def run_sft(cfg: SFTRunConfig, extensions: Extensions | None = None) -> str:
+    """Train, save ``OUTPUT_DIR/final`` and return its path; ``extensions`` may add samples of their
+    own to the expert data (GCD's judge samples, ``--judge-samples``)."""
+    extensions = extensions if extensions is not None else Extensions()
     import torch
 
-    from agentgym.agents.tiny import resolve_model_path
-    from agentgym.locks import lock_dir
-    from agentgym.train.optim.update import (
-        autocast_context,
-        masked_next_token_logits,
-        pad_batch,
-        reply_and_prompt_logits,
-    )
-    from agentgym.train.rollout.chat import ChatEncoder
-    from agentgym.train.run.helpers import load_model, load_tokenizer, resolve_device, seed_everything
-    from agentgym.train.run.metrics import MetricsLogger
-    from agentgym.train.run.threads import set_cpu_threads
+    from agentgym.train.optim.update import masked_next_token_logits, pad_batch, reply_and_prompt_logits
 
     # ----- setup -----
     cfg = resolved(cfg)
@@ -266,12 +226,13 @@ def run_sft(cfg: SFTRunConfig) -> str:
     samples, tasks, solved, chatty = expert_samples(cfg, ChatEncoder(tokenizer), run.progress and not run.quiet)
     if not samples:
         raise ValueError(f"the expert of {cfg.env.env_id} solved none of {len(tasks)} episodes; nothing to train on")
-    if cfg.sft.judge_samples > 0:
-        judged, stats = judge_samples(cfg, ChatEncoder(tokenizer))
-        samples += judged
-        if not run.quiet:
-            print(f"sft: {len(judged)} judge samples ({stats['good']} good, {stats['bad']} bad; before balancing "
-                  f"{stats['good_before']} good, {stats['bad_before']} bad) from {stats['episodes']} episodes")
+    extra, note = extension_samples(cfg, ChatEncoder(tokenizer), extensions)
+    if cfg.sft.judge_samples > 0 and not extra:
+        raise ConfigError(f"--judge-samples {cfg.sft.judge_samples}: judge samples come from GCD's extension "
+                          "(trainers/gcd.py's cold start, or trainers/sft.py, which adds it), and this run has none")
+    samples += extra
+    if note and not run.quiet:
+        print(f"sft: {note}")
     cap = cfg.chat.max_prompt_tokens
     samples, too_long = within_prompt_cap(samples, cap)
     if not samples:

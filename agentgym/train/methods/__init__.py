@@ -13,7 +13,7 @@
 
 Each method's math is small functions with doctests, and its extension a
 :class:`~agentgym.train.hooks.TrainerExtension` with a config dataclass the trainer scripts add to
-:class:`~agentgym.train.run.config.TrainConfig` (``--vspo.*``). :data:`BY_NAME` lists the
+:class:`~agentgym.train.config.tree.TrainConfig` (``--vspo.*``). :data:`BY_NAME` lists the
 extensions; :func:`recorded_extensions` rebuilds those a checkpoint trained with.
 """
 
@@ -22,13 +22,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agentgym.train.base.flags import from_recorded
 from agentgym.train.hooks import Extensions
 from agentgym.train.methods.dapo import DAPO, DAPOConfig
 from agentgym.train.methods.gcd.extension import GCD, GCDConfig, gcd_extensions
 from agentgym.train.methods.gigpo import GiGPO, GiGPOConfig
 from agentgym.train.methods.ppo import PPO, PPOConfig
 from agentgym.train.methods.vspo import VSPO, VSPOConfig
-from agentgym.train.run.flags import from_recorded
 
 BY_NAME = {"vspo": (VSPO, VSPOConfig), "gigpo": (GiGPO, GiGPOConfig), "dapo": (DAPO, DAPOConfig),
            "gcd": (GCD, GCDConfig), "ppo": (PPO, PPOConfig)}
@@ -42,7 +42,7 @@ def recorded_extensions(config: Mapping[str, Any], state: Mapping[str, Any]) -> 
     needs to prompt a checkpoint as its training did. Extensions this package does not define (a
     user's own) are left out; settings a newer or older version does not know are ignored, and a
     setting recorded under its former name is read as the current one
-    (:func:`~agentgym.train.run.flags.from_recorded`)."""
+    (:func:`~agentgym.train.base.flags.from_recorded`)."""
     rebuilt = []
     for name in state:
         if name not in BY_NAME:

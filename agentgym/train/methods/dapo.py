@@ -36,9 +36,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from agentgym.train.base.errors import ConfigError
 from agentgym.train.hooks import StepContext, TrainerExtension
 from agentgym.train.rollout.episodes import Episode, by_group
-from agentgym.train.run.config import ConfigError
 
 DAPO_EPS_LOW = 0.2
 """Lower PPO clip range DAPO trains with."""

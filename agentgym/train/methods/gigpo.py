@@ -41,9 +41,9 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
+from agentgym.train.base.errors import ConfigError
 from agentgym.train.hooks import TrainerExtension
 from agentgym.train.rollout.episodes import Episode
-from agentgym.train.run.config import ConfigError
 
 
 def discounted_returns(rewards: Sequence[float], gamma: float) -> np.ndarray:

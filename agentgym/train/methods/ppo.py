@@ -51,11 +51,11 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
+from agentgym.train.base.errors import ConfigError
 from agentgym.train.hooks import MicroBatch, StepContext, TrainerExtension
 from agentgym.train.rollout.episodes import Episode
 from agentgym.train.rollout.samples import Sample, episode_samples
-from agentgym.train.run.config import ConfigError
-from agentgym.train.run.view import RunView
+from agentgym.train.view import RunView
 
 
 def gae(rewards: Sequence[float], values: Sequence[float], gamma: float = 1.0,

@@ -49,10 +49,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from agentgym.train.base.errors import ConfigError
 from agentgym.train.hooks import StepContext, TrainerExtension
 from agentgym.train.methods.dapo import has_reward_spread
 from agentgym.train.rollout.episodes import Episode, GroupRequest, by_group
-from agentgym.train.run.config import ConfigError
 
 SIGMAS = ("std", "var")
 

@@ -12,15 +12,17 @@ across ranks before clipping; with ``--fsdp`` the reduce-scatter of every backwa
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 
 import torch
 
+from agentgym.train.base.device import autocast_context
+from agentgym.train.base.world import Dist
 from agentgym.train.hooks import MicroBatch, TrainerExtension
-from agentgym.train.optim.distributed import Dist, all_reduce_grads
+from agentgym.train.optim.distributed import all_reduce_grads
 from agentgym.train.optim.fsdp import gathered, is_sharded
-from agentgym.train.optim.loss import LossConfig, policy_loss
+from agentgym.train.optim.loss import policy_loss
+from agentgym.train.optim.settings import LossConfig
 from agentgym.train.rollout.samples import Sample
 
 STAT_KEYS = ("loss", "tokens", "pg_sum", "kl_sum", "clipped_sum", "ratio_sum")
@@ -168,11 +170,6 @@ def reply_and_prompt_logits(model, input_ids: torch.Tensor, attention_mask: torc
     targets = input_ids[:, 1:]
     return (logits_of(reply), targets[reply]), (logits_of(prompt), targets[prompt])
 
-
-def autocast_context(device, bf16: bool):
-    if bf16 and torch.device(device).type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
 
 
 def _loss_tokens(s: Sample) -> int:

@@ -9,11 +9,5 @@
 - :mod:`.tasks`: the seeded task stream, kept apart from the cold start's tasks.
 - :mod:`.chat`, :mod:`.samples`: the ``concat`` and ``window`` token layouts; episodes -> training
   samples. :mod:`.stats`: per-step episode metrics.
-
-This path was the module :mod:`.episodes` is now; its names still import from here
-(``from agentgym.train.rollout import Episode``), see :mod:`agentgym.train.moved`.
+- :mod:`.settings`: ``LayoutConfig`` and ``RolloutConfig``, the settings all of these read.
 """
-
-from agentgym.train.moved import former_names
-
-__getattr__ = former_names(__name__)

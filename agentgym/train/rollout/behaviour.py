@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agentgym.agents.hf import HFPolicy
 from agentgym.train.rollout.generators import Generator, ServerGenerator, _unwrap, save_generator_weights
 
 
@@ -31,8 +32,6 @@ class BehaviourWeights:
     """``hf``: a copy of the trained model that samples the rollouts at a published version."""
 
     def __init__(self, model, generator: Generator, tokenizer):
-        from agentgym.agents.hf import HFPolicy
-
         learner = generator.policy
         self.model = copy.deepcopy(_unwrap(model))
         self.model.eval()

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from agentgym.train.optim.update import autocast_context
-from agentgym.train.rollout.episodes import Episode, GroupRequest, RolloutConfig, as_request, collect_episodes
+from agentgym.train.base.device import autocast_context
+from agentgym.train.rollout.episodes import Episode, GroupRequest, as_request, collect_episodes
+from agentgym.train.rollout.settings import RolloutConfig
 
 
 class Collector:

@@ -12,10 +12,13 @@ collector uses to generate for some episodes while the envs of others are still 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+from agentgym.vector import AgentVectorEnv, make_vec
+from agentgym.vector.options import BackendOptions
 
 StepResult = tuple[str, float, bool, bool, dict]
 
@@ -130,3 +133,16 @@ class EnvBatch:
 
 
 VecEnvBatch = EnvBatch  # its name while a batch of plain envs stood beside it
+
+
+def make_env_batch(env: str | Callable[[], Any], num_groups: int, group_size: int,
+                   backend: str | BackendOptions = "sync", env_kwargs: dict[str, Any] | None = None) -> EnvBatch:
+    """``num_groups`` groups of ``group_size`` envs on ``agentgym.make_vec``: ``env`` is a registered
+    id or a callable that makes one env; ``backend`` a backend name or its options object
+    (:mod:`agentgym.vector.options`; a trainer's comes from ``EnvConfig.backend_options()``)."""
+    if isinstance(env, str):
+        vec = make_vec(env, num_groups * group_size, group_size, backend, **(env_kwargs or {}))
+    else:
+        vec = AgentVectorEnv(env, num_groups * group_size, group_size=group_size, backend=backend,
+                             env_kwargs=env_kwargs)
+    return EnvBatch(vec, num_groups, group_size)

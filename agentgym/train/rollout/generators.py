@@ -24,6 +24,7 @@ so the next rollout samples from the weights just trained (docs/trainers.md, "Ge
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import time
@@ -31,6 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.agents.base import Policy, SamplingConfig
+from agentgym.agents.hf import HFPolicy, default_stop_token_ids
+from agentgym.agents.openai_compat import OpenAIPolicy, OpenAIRequestError, request_json
+from agentgym.agents.vllm_policy import VLLMPolicy, _import_vllm
 
 
 class GeneratorError(RuntimeError):
@@ -67,7 +71,6 @@ class VLLMGenerator(Generator):
         # The engine must run in this process: load_weights then hands it the trainer's tensors
         # directly instead of pickling them to an engine-core process.
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        from agentgym.agents.vllm_policy import VLLMPolicy, _import_vllm
 
         vllm = _import_vllm()
         engine_fields = _engine_fields(vllm)
@@ -98,8 +101,6 @@ class VLLMGenerator(Generator):
 
 
 def _engine_fields(vllm) -> set[str]:
-    import dataclasses
-
     engine_args = getattr(vllm, "EngineArgs", None)
     return {f.name for f in dataclasses.fields(engine_args)} if dataclasses.is_dataclass(engine_args) else set()
 
@@ -127,8 +128,6 @@ class ServerGenerator(Generator):
                  stop_token_ids: list[int], model_path: str, *, api_key: str | None = None, timeout: float = 60.0,
                  retries: int = 3, reload_every: int = 1, reload_timeout: float = 600.0, concurrency: int = 8,
                  num_steps: int = 0, eval_every: int = 0):
-        from agentgym.agents.openai_compat import OpenAIPolicy
-
         self.url = url.rstrip("/")
         self.root = self.url.removesuffix("/v1")  # vLLM's dev endpoints live at the server root
         self.tokenizer, self.api_key, self.timeout, self.retries = tokenizer, api_key, timeout, retries
@@ -142,8 +141,6 @@ class ServerGenerator(Generator):
             self.reload(str(Path(model_path).resolve()))  # whatever the server started with, it samples from the run's weights
 
     def _served_model(self) -> str:
-        from agentgym.agents.openai_compat import OpenAIRequestError, request_json
-
         try:
             body = request_json(self.url + "/models", timeout=self.timeout, max_retries=self.retries,
                                 api_key=self.api_key)
@@ -163,8 +160,6 @@ class ServerGenerator(Generator):
 
     def reload(self, path: str) -> None:
         """Make the server load the checkpoint directory ``path`` (it must see the same filesystem)."""
-        from agentgym.agents.openai_compat import OpenAIRequestError, request_json
-
         calls = [("/collective_rpc", {"method": "update_config", "args": [{"model_config": {"model": path}}],
                                       "timeout": self.reload_timeout}),
                  ("/collective_rpc", {"method": "reload_weights", "timeout": self.reload_timeout}),
@@ -200,8 +195,6 @@ class ServerGenerator(Generator):
 def make_generator(config, model, tokenizer, sampling: SamplingConfig, model_path: str) -> Generator:
     """The run's generator (``config.rollout.generator``) for ``model``, which was loaded from
     ``model_path`` (the base model, or the checkpoint a run resumes from)."""
-    from agentgym.agents.hf import HFPolicy, default_stop_token_ids
-
     r = config.rollout
     if r.generator == "hf":
         return Generator(HFPolicy(model, tokenizer, sampling))

@@ -2,9 +2,9 @@
 
 Layout of ``OUTPUT_DIR/checkpoints/step_<N>/``: the model and tokenizer as ``save_pretrained``
 writes them (so a checkpoint is also an ordinary model directory for ``agentgym eval``), and the
-rest in ``trainer_state.json`` + ``trainer_state.safetensors`` (:mod:`agentgym.train.run.state_file`:
+rest in ``trainer_state.json`` + ``trainer_state.safetensors`` (:mod:`agentgym.train.base.state_file`:
 formats that run no code when read), whose tree a
-:class:`~agentgym.train.run.checkpoint_record.CheckpointRecord` reads and writes.
+:class:`~agentgym.train.base.checkpoint_record.CheckpointRecord` reads and writes.
 ``OUTPUT_DIR/checkpoints/latest`` names the newest complete one; it is written last, so a run
 killed while saving resumes from the previous checkpoint.
 
@@ -17,6 +17,7 @@ checkpoints exist but none loads, the run refuses to start over rather than over
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -28,9 +29,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from agentgym.train.run.checkpoint_record import CheckpointRecord, read_checkpoint
-from agentgym.train.run.config import ConfigError
-from agentgym.train.run.state_file import TrainerStateError, has_state, write_state
+from agentgym.train.base.checkpoint_record import CheckpointRecord, read_checkpoint
+from agentgym.train.base.errors import ConfigError
+from agentgym.train.base.state_file import TrainerStateError, has_state, write_state
 
 _STEP_DIR = re.compile(r"step_(\d+)")
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
@@ -61,11 +62,11 @@ def save_checkpoint(output_dir: str | os.PathLike, step: int, model, tokenizer, 
     """Save everything needed to continue after ``step`` completed steps; returns the directory.
 
     ``extra`` holds the caller's own state (data position, args, schedules, hook state): plain data
-    (dicts, lists, tuples, numbers, strings, tensors, numpy arrays; see :mod:`~agentgym.train.run.state_file`).
+    (dicts, lists, tuples, numbers, strings, tensors, numpy arrays; see :mod:`~agentgym.train.base.state_file`).
     ``keep`` old checkpoints are kept besides the new one (None: keep all).
     ``model_state`` / ``optimizer_state`` replace ``model.state_dict()`` / ``optimizer.state_dict()``
     (FSDP: the full states gathered from every rank's shard). The trainers save a
-    :class:`~agentgym.train.run.checkpoint_record.CheckpointRecord` with :func:`write_checkpoint`.
+    :class:`~agentgym.train.base.checkpoint_record.CheckpointRecord` with :func:`write_checkpoint`.
     """
     optimizer_state = optimizer.state_dict() if optimizer_state is None else optimizer_state
     tree = {"step": step, "optimizer": optimizer_state, "rng": rng_state(), "extra": extra or {}}
@@ -169,8 +170,6 @@ def _check_loads(step_dir: Path) -> CheckpointRecord:
     shards = [step_dir / "model.safetensors"]
     index = step_dir / "model.safetensors.index.json"
     if index.is_file():
-        import json
-
         try:
             shards = [step_dir / f for f in sorted(set(json.loads(index.read_text())["weight_map"].values()))]
         except Exception as e:

@@ -4,8 +4,8 @@ and restores it.
 :func:`set_up` builds the model (after the tiny model's cold start), the reference model, the
 optimizer, the generator, the env batch and its collector, the task stream and the PRS schedule,
 and, with ``--resume``, restores the checkpoint into them; it returns them as a :class:`RunSetup`
-and the run's :class:`~agentgym.train.run.state.RunState`. :func:`save` writes the run's
-:class:`~agentgym.train.run.checkpoint_record.CheckpointRecord`; :func:`restore` reads one back.
+and the run's :class:`~agentgym.train.base.state.RunState`. :func:`save` writes the run's
+:class:`~agentgym.train.base.checkpoint_record.CheckpointRecord`; :func:`restore` reads one back.
 
 The order of the steps is part of the contract: weights are loaded and the envs made before the
 checkpoint's random streams are restored, so whatever randomness building them draws, a resumed run
@@ -20,13 +20,34 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
+import agentgym.envs  # noqa: F401  registers the envs
+from agentgym.agents.tiny import resolve_model_path
+from agentgym.locks import lock_dir
+from agentgym.rewards.prs import PRSSchedule
+from agentgym.train.base.checkpoint_record import CheckpointRecord
+from agentgym.train.base.device import resolve_device, seed_everything
+from agentgym.train.base.errors import ConfigError
+from agentgym.train.base.flags import to_dict
+from agentgym.train.base.metrics import MetricsLogger
+from agentgym.train.base.models import load_model, load_tokenizer
+from agentgym.train.base.records import read_record
+from agentgym.train.base.state import RunState
+from agentgym.train.base.threads import set_cpu_threads
+from agentgym.train.coldstart import sft
+from agentgym.train.config.presets import TINY_MODELS
+from agentgym.train.config.tree import TrainConfig
 from agentgym.train.hooks import Extensions, StepContext, TrainerExtension
-from agentgym.train.run.checkpoint_record import CheckpointRecord
-from agentgym.train.run.config import TINY_MODELS, ConfigError, TrainConfig, to_dict
-from agentgym.train.run.state import RunState
-from agentgym.train.run.view import RunView
+from agentgym.train.optim import fsdp
+from agentgym.train.optim.distributed import init_distributed, stream_seed
+from agentgym.train.rollout.chat import ChatEncoder
+from agentgym.train.rollout.collector import Collector
+from agentgym.train.rollout.envs import make_env_batch
+from agentgym.train.rollout.generators import make_generator
+from agentgym.train.rollout.tasks import TaskStream
+from agentgym.train.view import RunView
 
 
 @dataclass
@@ -62,10 +83,10 @@ class RunSetup:
     """the :class:`agentgym.rewards.prs.PRSSchedule`"""
     extensions: Extensions
     logger: Any = None
-    """the :class:`agentgym.train.run.metrics.MetricsLogger` (rank 0 only)"""
+    """the :class:`agentgym.train.base.metrics.MetricsLogger` (rank 0 only)"""
     dir_lock: Any = None
     view: RunView | None = None
-    """what the extensions read of the run (:class:`~agentgym.train.run.view.RunView`)"""
+    """what the extensions read of the run (:class:`~agentgym.train.view.RunView`)"""
 
     @property
     def policy(self):
@@ -81,7 +102,7 @@ class RunSetup:
         c = self.config
         rng = np.random.default_rng([c.run.seed, step, 0xE7] + ([self.dist.rank] if self.dist.active else []))
         return StepContext(step, self.collector, next_requests, self.policy, self.tokenizer, c.rollout.group_size,
-                           c.rollout.num_groups // self.dist.world_size, rng, c, dist=self.dist, run=self.view)
+                           c.rollout.num_groups // self.dist.world_size, rng, self.view)
 
     def close(self) -> None:
         """Close the logger, the envs and the process group, and release the output directory."""
@@ -95,24 +116,19 @@ class RunSetup:
                 self.dir_lock.release()
 
 
-def cold_start(config: TrainConfig) -> str:
+def cold_start(config: TrainConfig, extensions: Extensions | None = None) -> str:
     """The built-in tiny model after an SFT cold start on this env's expert, made with this run's
     env, layout and seed (a cached one is reused only when made with exactly the same recipe)."""
-    from agentgym.train.coldstart import sft
-
     sft_cfg = config.cold_start_config()
     final = os.path.join(sft_cfg.run.output_dir, "final")
     if sft.reusable(final, sft_cfg):
         return final
-    return sft.run_sft(sft_cfg)
+    return sft.run_sft(sft_cfg, extensions)
 
 
 def _task_stream(config: TrainConfig, env, model_dir: str):
     """The RL task stream, without the tasks the model's cold start trained on."""
-    from agentgym.train.coldstart import sft
-    from agentgym.train.rollout.tasks import TaskStream
-
-    record = sft.read_record(model_dir) or {}
+    record = read_record(model_dir) or {}
     excluded = []
     if record.get("env_id") == config.env.env_id and record.get("split") == config.env.split:
         excluded = list(record.get("task_ids", []))
@@ -125,22 +141,9 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     """Build the run of ``config`` and where it starts: a fresh :class:`RunState`, or the one of the
     checkpoint ``--resume`` names, restored into the optimizer, schedule, extensions and random
     streams. Every rank calls it; rank 0 builds the tiny model and the cold start first."""
-    import gymnasium as gym
     import torch
 
-    import agentgym  # noqa: F401  registers the envs
-    from agentgym.agents.tiny import resolve_model_path
-    from agentgym.locks import lock_dir
-    from agentgym.rewards.prs import PRSSchedule
-    from agentgym.train.optim import fsdp
-    from agentgym.train.optim.distributed import init_distributed
-    from agentgym.train.rollout.chat import ChatEncoder
-    from agentgym.train.rollout.collector import Collector
-    from agentgym.train.rollout.generators import make_generator
     from agentgym.train.run.checkpoint import resume_point
-    from agentgym.train.run.helpers import load_model, load_tokenizer, make_env_batch, resolve_device, seed_everything
-    from agentgym.train.run.metrics import MetricsLogger
-    from agentgym.train.run.threads import set_cpu_threads
 
     config.validate()
     ext = extensions if isinstance(extensions, Extensions) else Extensions(
@@ -159,7 +162,7 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     with dist.main_first():  # rank 0 builds the tiny model and the cold start, the others load them
         base_model = resolve_model_path(config.model.model, (env_cfg.env_id,), env_kwargs)
         if config.model.model in TINY_MODELS and config.cold_start.resolved(env_cfg.env_id).num_steps > 0:
-            base_model = cold_start(config)
+            base_model = cold_start(config, ext)
     checkpoint, record = None, None
     if run.resume:
         checkpoint, record = resume_point(run.output_dir if run.resume == "auto" else run.resume,
@@ -215,10 +218,7 @@ def restore(run: RunSetup, record: CheckpointRecord) -> RunState:
 
     Each rank takes its own extension state and random streams when the checkpoint has them (the
     same rank count); otherwise rank 0's extension state, and fresh streams for the ranks past 0."""
-    from agentgym.train.optim import fsdp
-    from agentgym.train.optim.distributed import stream_seed
     from agentgym.train.run.checkpoint import set_rng_state
-    from agentgym.train.run.helpers import seed_everything
 
     if run.config.model.fsdp:
         fsdp.load_optimizer_state(run.model, run.optimizer, record.optimizer)
@@ -240,7 +240,6 @@ def restore(run: RunSetup, record: CheckpointRecord) -> RunState:
 def save(run: RunSetup, state: RunState) -> None:
     """Checkpoint the run after ``state.step`` steps. Every rank calls it (each rank's extension
     state and random streams are gathered, FSDP gathers the full weights); rank 0 writes."""
-    from agentgym.train.optim import fsdp
     from agentgym.train.run.checkpoint import rng_state, write_checkpoint
 
     dist = run.dist

@@ -26,9 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from agentgym.train.coldstart.expert import action_ids
 from agentgym.train.methods.gcd.judge import judge_prompt, judge_sft_target, rule_critique
 from agentgym.train.methods.gcd.labels import balance_labels, step_label_reasons
 from agentgym.train.methods.gcd.steps import cap_steps
+from agentgym.train.rollout.samples import Sample
 
 KINDS = ("expert", "invalid", "detour")
 """How each played episode goes, in turn: one clean expert episode to two with a slip."""
@@ -108,9 +110,6 @@ def judge_cold_start_samples(env, encoder, count: int, requests: Sequence[tuple[
     Returns ``(samples, stats)``; stats counts the episodes played and the labels before and after
     balancing.
     """
-    from agentgym.train.coldstart.expert import action_ids
-    from agentgym.train.rollout.samples import Sample
-
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")
     if not requests:

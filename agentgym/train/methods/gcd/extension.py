@@ -33,14 +33,23 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
+from agentgym.agents import SamplingConfig
+from agentgym.train.base.errors import ConfigError
+from agentgym.train.base.flags import from_recorded
+from agentgym.train.base.records import trainer_record
 from agentgym.train.hooks import SampleKind, StepContext, TrainerExtension
+from agentgym.train.methods.gcd.coldstart import judge_cold_start_samples
 from agentgym.train.methods.gcd.correction import CorrectionState, mistakes_summary_prompt, parse_mistakes
 from agentgym.train.methods.gcd.correction_source import CORRECTION_SOURCES, MistakesChoice, choose_mistakes, env_text
-from agentgym.train.methods.gcd.judge import critique_of, judge_prompt, judge_reward, parse_verdict
+from agentgym.train.methods.gcd.external import ExternalJudge, JudgeUnavailable
+from agentgym.train.methods.gcd.judge import critique_of, judge_prompt, judge_reward, parse_verdict, rule_critique
 from agentgym.train.methods.gcd.labels import BAD, BALANCE_MODES, GOOD, balance_labels
 from agentgym.train.methods.gcd.steps import JudgedStep, cap_steps, judgment_metrics, labelled_steps
+from agentgym.train.methods.gigpo import GiGPO
+from agentgym.train.methods.grpo import group_advantages
+from agentgym.train.optim.settings import LossConfig
+from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.rollout.samples import Sample
-from agentgym.train.run.config import ConfigError, LossConfig
 
 MISTAKES_FILE = "gcd_mistakes.jsonl"
 """Under OUTPUT_DIR: one ``{"step", "mistakes", "source", "critiques", "readability"}`` line per
@@ -129,7 +138,7 @@ class GCDConfig:
             raise ConfigError(f"--gcd.judge-url must be an http(s) URL ending in /v1, got {self.judge_url!r}")
 
     def loss_config(self) -> LossConfig:
-        """The judge samples' :class:`~agentgym.train.run.config.LossConfig` (checked with the config's
+        """The judge samples' :class:`~agentgym.train.optim.settings.LossConfig` (checked with the config's
         other groups: ``--gcd.judge-loss.*``)."""
         return self.judge_loss
 
@@ -157,13 +166,21 @@ class GCD(TrainerExtension):
     def _external_judge(self):
         if not self.cfg.judge_url:
             return None
-        from agentgym.train.methods.gcd.external import ExternalJudge
 
         key = os.environ.get(self.cfg.judge_api_key_env) if self.cfg.judge_api_key_env else None
         return ExternalJudge(self.cfg.judge_url, self.cfg.judge_model, timeout=self.cfg.judge_timeout,
                              retries=self.cfg.judge_retries, api_key=key)
 
     # ----- hooks -----
+    def cold_start_samples(self, env, encoder, requests, settings, seed):
+        """``--cold-start.judge-samples`` judge samples (critique and verdict from step labels,
+        balanced) from episodes of the cold start's tasks, mixed into its expert data."""
+        if settings.judge_samples < 1:
+            return [], ""
+        samples, stats = judge_cold_start_samples(env, encoder, settings.judge_samples, requests, seed=seed)
+        return samples, (f"{len(samples)} judge samples ({stats['good']} good, {stats['bad']} bad; before balancing "
+                         f"{stats['good_before']} good, {stats['bad_before']} bad) from {stats['episodes']} episodes")
+
     def system_prompt(self, prompt: str) -> str:
         return self.correction.system_prompt(prompt) if self.cfg.correction else prompt
 
@@ -193,8 +210,6 @@ class GCD(TrainerExtension):
         m["gcd/labels_bad"] = float(sum(label == BAD for label, _ in kept))
         samples = self._judge_samples(ctx, kept, critiques, m)
         if self.cfg.correction_rule_critiques:
-            from agentgym.train.methods.gcd.judge import rule_critique
-
             critiques += [rule_critique(s.observation, s.action, BAD, s.reason) for label, s in items
                           if label == BAD and s.reason is not None]
         if self.cfg.correction:
@@ -219,8 +234,6 @@ class GCD(TrainerExtension):
 
     # ----- labels from the external judge -----
     def _external_labels(self, ctx, items, critiques, m):
-        from agentgym.train.methods.gcd.external import JudgeUnavailable
-
         open_steps = [j for j, (label, _) in enumerate(items) if label is None]
         if len(open_steps) > self.cfg.external_steps:
             open_steps = sorted(int(j) for j in ctx.rng.choice(open_steps, self.cfg.external_steps, replace=False))
@@ -253,10 +266,6 @@ class GCD(TrainerExtension):
 
     # ----- the judge task -----
     def _judge_samples(self, ctx, kept: list[tuple[str, JudgedStep]], critiques: list[str], m) -> list[Sample]:
-        from agentgym.agents import SamplingConfig
-        from agentgym.train.methods.grpo import group_advantages
-        from agentgym.train.rollout.chat import ChatEncoder
-
         m.update({"gcd/judge_samples": 0.0, "time/judge_generate": 0.0, "tokens/judge_generated": 0.0,
                   "gcd/judge_reward_mean": float("nan"), "gcd/judge_zero_adv_frac": float("nan")})
         m.update(judgment_metrics([], []))
@@ -373,7 +382,6 @@ class GCD(TrainerExtension):
         n = self.cfg.correction_items
         if self.judge is None:
             return parse_mistakes(self._self_summary(ctx, critiques), n), "self"
-        from agentgym.train.methods.gcd.external import JudgeUnavailable
 
         try:
             return self.judge.summarize_mistakes(critiques, n), "external"
@@ -383,9 +391,6 @@ class GCD(TrainerExtension):
             return [], "external"
 
     def _self_summary(self, ctx, critiques: list[str]) -> str:
-        from agentgym.agents import SamplingConfig
-        from agentgym.train.rollout.chat import ChatEncoder
-
         ids = ChatEncoder(ctx.tokenizer).prompt_ids(mistakes_summary_prompt(critiques, self.cfg.correction_items))
         # greedy: the summary is an answer, not an exploration, and draws no random numbers
         with self._autocast(ctx):
@@ -436,15 +441,15 @@ class GCD(TrainerExtension):
 def trained_mistakes(model_dir: str) -> list[str]:
     """The "Common mistakes" list a checkpoint was trained with (empty when there is none, or when
     the run had ``--no-gcd.correction``): evaluation puts it in the system prompt, as training did."""
-    from agentgym.train.evaluate import trained_extensions
-
-    gcd = next((e for e in trained_extensions(model_dir).items if isinstance(e, GCD)), None)
-    return list(gcd.correction.mistakes) if gcd is not None and gcd.cfg.correction else []
+    record = trainer_record(model_dir)
+    if record is None or "gcd" not in record.state.extension:
+        return []
+    gcd = GCD(from_recorded(GCDConfig, record.config.get("gcd") or {}))
+    gcd.load_state_dict(record.state.extension["gcd"])
+    return list(gcd.correction.mistakes) if gcd.cfg.correction else []
 
 
 def gcd_extensions(config) -> list[TrainerExtension]:
     """The extensions of a GCD run: GiGPO first when ``config.gcd.base == "gigpo"``, then GCD."""
-    from agentgym.train.methods.gigpo import GiGPO
-
     base = [GiGPO(getattr(config, "gigpo", None))] if config.gcd.base == "gigpo" else []
     return base + [GCD(config.gcd)]

@@ -36,7 +36,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from agentgym.train.methods.gcd.correction import MISTAKES_HEADER, SUMMARY_INSTRUCTIONS
 from agentgym.train.methods.gcd.english_words import COMMON_WORDS
+from agentgym.train.methods.gcd.judge import JUDGE_INSTRUCTIONS, rule_critique
 
 MIN_ITEM_WORDS = 2
 """Fewest words of a readable item: a mistake to avoid is a phrase, not a lone word."""
@@ -46,8 +48,6 @@ _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 def _project_text() -> list[str]:
     # the instructions the model is given and the critique templates its cold start teaches
-    from agentgym.train.methods.gcd.correction import MISTAKES_HEADER, SUMMARY_INSTRUCTIONS
-    from agentgym.train.methods.gcd.judge import JUDGE_INSTRUCTIONS, rule_critique
 
     critiques = [rule_critique("", "", "bad", r) for r in ("invalid", "revisit", None)]
     critiques += [rule_critique("", "", "good", r) for r in ("solved", None)]

@@ -30,6 +30,7 @@ with the command that converts it (for files the user trusts).
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -328,8 +329,6 @@ def main(argv: list[str] | None = None) -> int:
     """``agentgym convert-checkpoint DIR [--trust-pickle]``: rewrite an older checkpoint's
     ``trainer_state.pt`` as ``trainer_state.json`` + ``.safetensors`` (the old file is kept as
     ``trainer_state.pt.converted``)."""
-    import argparse
-
     parser = argparse.ArgumentParser(
         prog="agentgym convert-checkpoint",
         description="Rewrite a checkpoint's pickled trainer_state.pt in the format that runs no code when read. "

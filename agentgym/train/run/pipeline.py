@@ -50,7 +50,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentgym.train.hooks import StepContext
+from agentgym.train.optim import fsdp
+from agentgym.train.rollout.behaviour import behaviour_weights
 from agentgym.train.rollout.episodes import Episode
+from agentgym.train.rollout.tasks import StepTasks
 
 TIMELINE_SPANS = 100_000
 """the most timeline spans kept (the latest ones)"""
@@ -121,9 +124,6 @@ class StepRollouts:
 
     def next(self, step: int) -> RolloutBatch:
         """The step's episodes, played now."""
-        from agentgym.train.optim import fsdp
-        from agentgym.train.rollout.tasks import StepTasks
-
         run, r, dist = self.run, self.run.config.rollout, self.run.dist
         stage = run.prs_stage(step)
         run.envs.set_prs_stage(stage)
@@ -138,8 +138,6 @@ class StepRollouts:
     def hooks_done(self, batch: RolloutBatch) -> int:
         """The learner's hooks of ``batch`` are done: release what its rollout held; returns the
         task stream's position after it."""
-        from agentgym.train.optim import fsdp
-
         fsdp.release(batch.gathered)
         self.position = batch.tasks.end(most_taken=self.run.dist.max_int(batch.tasks.taken))
         return self.position
@@ -189,8 +187,6 @@ class AsyncRollouts:
     asynchronous = True
 
     def __init__(self, run, state, k: int, end_step: int):
-        from agentgym.train.rollout.behaviour import behaviour_weights
-
         self.run, self.k, self.start, self.end = run, int(k), state.step, int(end_step)
         self.save_every = run.config.run.save_every
         self.weights = behaviour_weights(run.model, run.generator, run.tokenizer, state.step)
@@ -263,8 +259,6 @@ class AsyncRollouts:
                 self.cond.notify_all()
 
     def _collect(self, step: int, version: int) -> None:
-        from agentgym.train.rollout.tasks import StepTasks
-
         run, r = self.run, self.run.config.rollout
         with self.cond:
             pub = self.published[version]

@@ -1,6 +1,6 @@
 """The names of a run's settings: one flag and at most one flat name per setting.
 
-A run's config (:class:`~agentgym.train.run.config.TrainConfig`, ``SFTRunConfig``) is a tree of
+A run's config (:class:`~agentgym.train.config.tree.TrainConfig`, ``SFTRunConfig``) is a tree of
 dataclass groups. A group annotated :data:`Flat` gives its settings flags without a prefix
 (``--num-steps``, and ``--temperature`` from the sampling group inside the rollout group); any other
 group gives them its own name as a prefix (``--vspo.eta``, ``--cold-start.num-steps``,
@@ -14,23 +14,31 @@ Both rules are checked when a config class is defined (:class:`ConfigTree`), so 
 means two settings: no flat name belongs to two settings, and no flag is spelled twice. A
 :class:`FlagClash` says which settings collide.
 
-A renamed setting keeps its former spelling: a group's ``FORMER_NAMES`` maps an old field name to
-the setting's path in the group (``{"judge_eps_low": "judge_loss.eps_low"}``). The old flag
-(``--gcd.judge-eps-low``, and ``--no-`` forms of a boolean) still parses (:func:`rewrite_former_flags`),
-and :func:`build` takes the old name where the group's settings are named.
+A renamed setting is listed in its group's ``FORMER_NAMES``, an old field name mapped to the
+setting's path in the group (``{"judge_eps_low": "judge_loss.eps_low"}``), so that the old spelling
+fails in one line naming the new one: the flag (``--gcd.judge-eps-low``, and ``--no-`` forms of a
+boolean; :func:`reject_former_flags`) and the keyword of :func:`build`. No old name is read as the new
+one, and no new setting may take an old name.
 """
 
 from __future__ import annotations
 
+import argparse
+import ast
 import copy
 import dataclasses
 import functools
+import inspect
+import sys
+import textwrap
 import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, is_dataclass
 from typing import Any, TypeVar
 
 import tyro
+
+from agentgym.train.base.errors import ConfigError
 
 Flat = tyro.conf.OmitArgPrefixes
 """Marks a group whose settings' flags carry no prefix (``Annotated[RolloutConfig, Flat]``)."""
@@ -107,9 +115,6 @@ def _field_types(cls: type) -> list[tuple[str, Any, tuple]]:
 def _hints_one_by_one(cls: type) -> dict[str, Any]:
     """Annotations resolved one at a time, for a class whose annotations name a class only its
     defining function knows (postponed annotations): such a field's type is its default's."""
-    import dataclasses
-    import sys
-
     hints: dict[str, Any] = {}
     for klass in reversed(cls.__mro__):
         module = vars(sys.modules.get(klass.__module__, typing))
@@ -137,10 +142,6 @@ def _is_group(tp: Any) -> bool:
 
 def _field_docs(cls: type) -> dict[str, str]:
     """Each field's one-line doc: the string literal right under it in the class body."""
-    import ast
-    import inspect
-    import textwrap
-
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
         if klass is object or "__annotations__" not in vars(klass):
@@ -279,37 +280,31 @@ def groups(config: Any) -> Iterator[tuple[Any, str]]:
         yield _get(config, group.path), group.prefix
 
 
-def rewrite_former_flags(cls: type, argv: list[str]) -> list[str]:
-    """``argv`` with every former flag spelling (``--cold-start-steps 0``, ``--gcd.judge-beta=0.1``,
-    ``--gigpo.no-std-normalize``) replaced by the flag's current one."""
+def reject_former_flags(cls: type, argv: list[str]) -> None:
+    """Raise :class:`~agentgym.train.base.errors.ConfigError` naming the current flag when ``argv``
+    spells a setting by its former name (``--cold-start-steps``, ``--gcd.judge-beta=0.1``,
+    ``--gigpo.no-std-normalize``): a renamed flag fails in one line rather than meaning something else."""
     check_names(cls)
     renamed: dict[str, str] = {}
     for flag, _, _, target in former_names(cls):
         renamed[flag] = target.flag
         if target.is_bool:
             renamed[_negative(flag)] = target.negative_flag
-    out = []
     for arg in argv:
-        name, eq, value = arg.partition("=")
-        out.append(renamed[name] + eq + value if name in renamed else arg)
-    return out
-
-
-def former_flags_note(cls: type) -> str:
-    """One line for ``--help``: the former spellings the parser still takes (empty: none)."""
-    pairs = [f"{flag} for {target.flag}" for flag, _, _, target in former_names(cls)]
-    return f"Former flag spellings, still accepted: {', '.join(pairs)}." if pairs else ""
+        name = arg.partition("=")[0]
+        if name in renamed:
+            raise ConfigError(f"{name} was renamed {renamed[name]}")
 
 
 def build(config_cls: type[C], _default: C | None = None, **values: Any) -> C:
     """A config from flat names, as the flags spell them with underscores:
     ``build(TrainConfig, env_id="ALFWorld-v0", num_steps=5, vspo={"eta": 0.5})``, starting from
     ``config_cls()`` or from a copy of ``_default`` (a trainer script's ``defaults()``). A group's
-    settings can also be given as a dict (``cold_start={"num_steps": 0}``); a former name works
-    where the group's settings are named (``cold_start_steps=0``, ``gcd={"judge_beta": 0.1}``).
+    settings can also be given as a dict (``cold_start={"num_steps": 0}``); a former name raises a
+    ``TypeError`` naming the current one.
 
-    >>> from agentgym.train.run.config import TrainConfig
-    >>> config = build(TrainConfig, num_steps=5, group_size=4, temperature=0.5, cold_start_steps=0)
+    >>> from agentgym.train.config.tree import TrainConfig
+    >>> config = build(TrainConfig, num_steps=5, group_size=4, temperature=0.5, cold_start={"num_steps": 0})
     >>> config.rollout.group_size, config.rollout.sampling.temperature, config.cold_start.num_steps
     (4, 0.5, 0)
     >>> build(TrainConfig, _default=config, cold_start={"learning_rate": 0.01}).run.num_steps
@@ -319,15 +314,12 @@ def build(config_cls: type[C], _default: C | None = None, **values: Any) -> C:
     cls = type(config)
     check_names(cls)
     flat = {s.flat: s for s in settings(cls) if s.flat is not None}
-    former = {old: target for _, path, old, target in former_names(cls) if not path}
     top = {name: tp for name, tp, _ in _field_types(cls)}
     for key, value in values.items():
         if key in top and _is_group(top[key]) and isinstance(value, dict):
             _apply(config, (key,), value, cls)
         elif key in flat:
             _set(config, flat[key].path, value)
-        elif key in former:
-            _set(config, former[key].path, value)
         elif key in top:
             setattr(config, key, value)
         else:
@@ -340,11 +332,10 @@ def build(config_cls: type[C], _default: C | None = None, **values: Any) -> C:
 def from_recorded(group_cls: type[C], values: Mapping[str, Any]) -> C:
     """A group rebuilt from its recorded dict (a checkpoint's config, as ``to_dict`` wrote it in this
     version or an older one): a nested group from its nested dict over the group's own default (GCD's
-    judge loss keeps its ``seq-mean``), a former name read as its setting's current one, a key this
-    version does not know left out.
+    judge loss keeps its ``seq-mean``), a key this version does not know left out.
 
     >>> from agentgym.train.methods.gigpo import GiGPOConfig
-    >>> from_recorded(GiGPOConfig, {"std_normalize": False, "omega": 0.5, "gone": 1}).step_std_normalize
+    >>> from_recorded(GiGPOConfig, {"step_std_normalize": False, "omega": 0.5, "gone": 1}).step_std_normalize
     False
     """
     return _fill(group_cls(), values)
@@ -353,18 +344,6 @@ def from_recorded(group_cls: type[C], values: Mapping[str, Any]) -> C:
 def _fill(group: Any, values: Mapping[str, Any]) -> Any:
     values = copy.deepcopy(dict(values))
     types = {name: tp for name, tp, _ in _field_types(type(group))}
-    for old, new in getattr(type(group), "FORMER_NAMES", {}).items():
-        if old not in values or old in types:
-            continue
-        value = values.pop(old)
-        *path, last = new.split(".")
-        target = values
-        for name in path:
-            target = target.setdefault(name, {})
-            if not isinstance(target, dict):
-                break
-        else:
-            target.setdefault(last, value)  # a setting recorded under both names keeps its current one
     changes = {}
     for key, value in values.items():
         if key not in types:
@@ -377,7 +356,7 @@ def _fill(group: Any, values: Mapping[str, Any]) -> Any:
 
 def _apply(config: Any, path: tuple[str, ...], values: dict, cls: type) -> None:
     """Set a group's settings from a dict: its own fields and those of the groups flat inside it,
-    its former names, and a nested group's settings by a nested dict."""
+    and a nested group's settings by a nested dict (a former name raises, naming the current one)."""
     by_path = {g.path: g for g in _groups(cls)}
     group = by_path[path]
     own = {s.path[-1]: s for s in settings(cls)
@@ -389,12 +368,11 @@ def _apply(config: Any, path: tuple[str, ...], values: dict, cls: type) -> None:
             _apply(config, path + (key,), value, cls)
         elif key in own:
             _set(config, own[key].path, value)
-        elif key in former:
-            _set(config, former[key].path, value)
         elif key in nested:
             _set(config, path + (key,), value)
         else:
-            raise TypeError(f"{cls.__name__}.{'.'.join(path)} has no field {key!r}")
+            hint = f" ({key} is now {'.'.join(former[key].path)})" if key in former else ""
+            raise TypeError(f"{cls.__name__}.{'.'.join(path)} has no field {key!r}{hint}")
 
 
 def flag_rows(config: Any) -> list[tuple[str, str, str]]:
@@ -416,8 +394,6 @@ def add_arguments(parser, group: Any, names: tuple[str, ...] | None = None, note
     their dataclass declares (for commands that do not parse with ``tyro``, as ``agentgym eval``).
     ``defaults`` replaces some defaults and ``notes`` adds to some helps: say there why a default
     differs from the trainers'."""
-    import argparse
-
     docs = _field_docs(type(group))
     defaults = defaults or {}
     notes = notes or {}
@@ -445,3 +421,10 @@ def _none_or(convert):
 
     parse.__name__ = convert.__name__
     return parse
+
+
+def to_dict(config: Any) -> dict[str, Any]:
+    """A config as a plain nested dict (for checkpoints and logs)."""
+    if is_dataclass(config):
+        return {f.name: to_dict(getattr(config, f.name)) for f in dataclasses.fields(config)}
+    return config

@@ -3,7 +3,7 @@ env made with them once, and the splits the run draws its tasks from.
 
 Without it a misspelt keyword or split surfaces minutes into a run (after the model is loaded and
 a cold start trained) as a stack trace from deep inside the env. Here it is one line naming the
-flag (:class:`agentgym.train.run.config.ConfigError`). An env made for the check is closed at once;
+flag (:class:`agentgym.train.base.errors.ConfigError`). An env made for the check is closed at once;
 envs are cheap to make (engines start at the first reset), and a check that passed is remembered
 for the process, so validating a config twice makes its env once.
 """
@@ -16,6 +16,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import gymnasium as gym
+from gymnasium.envs.registration import load_env_creator
+
+import agentgym.envs  # noqa: F401  registers the envs
+from agentgym.train.base.errors import ConfigError
+
 _passed: set[str] = set()
 # What a failed make can raise for a bad setting; anything else is a bug and keeps its traceback.
 _SETTING_ERRORS: tuple[type[BaseException], ...] = (ValueError, TypeError, KeyError, ImportError, OSError)
@@ -24,9 +30,6 @@ _SETTING_ERRORS: tuple[type[BaseException], ...] = (ValueError, TypeError, KeyEr
 def env_keywords(env_id: str) -> list[str] | None:
     """The keyword arguments ``gym.make(env_id, ...)`` accepts, following ``**kwargs`` up the env
     class's bases; None when some callable takes any keyword (nothing can be refused up front)."""
-    import gymnasium as gym
-    from gymnasium.envs.registration import load_env_creator
-
     spec = gym.spec(env_id)
     creator = spec.entry_point if callable(spec.entry_point) else load_env_creator(spec.entry_point)
     chain = [c for c in creator.__mro__ if "__init__" in vars(c)] if isinstance(creator, type) else [creator]
@@ -49,14 +52,10 @@ def _one_line(error: BaseException) -> str:
 
 def check_env(env_id: str, kwargs: Mapping[str, Any], splits: Mapping[str, str | Sequence[str]],
               kwargs_flag: str = "--env-kwargs") -> None:
-    """Raise :class:`~agentgym.train.run.config.ConfigError` when ``env_id`` cannot be made with
+    """Raise :class:`~agentgym.train.base.errors.ConfigError` when ``env_id`` cannot be made with
     ``kwargs``, or one of ``splits`` (flag -> split name, or the names a flag lists) is not a split
     it has. Envs that cannot
     list their tasks (``task_ids`` returns None) have their splits checked at the first reset."""
-    import gymnasium as gym
-
-    import agentgym  # noqa: F401  registers the envs
-    from agentgym.train.run.config import ConfigError
 
     try:
         key = json.dumps([env_id, kwargs, sorted(splits.items())], sort_keys=True)

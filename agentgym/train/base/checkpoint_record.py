@@ -2,7 +2,7 @@
 function that reads it.
 
 A checkpoint step directory (:mod:`agentgym.train.run.checkpoint`) holds the model as
-``save_pretrained`` wrote it and a trainer state (:mod:`agentgym.train.run.state_file`) whose tree is:
+``save_pretrained`` wrote it and a trainer state (:mod:`agentgym.train.base.state_file`) whose tree is:
 
 .. code-block:: text
 
@@ -11,7 +11,7 @@ A checkpoint step directory (:mod:`agentgym.train.run.checkpoint`) holds the mod
     rng                   the saving process's random streams (python, numpy, torch, cuda)
     extra
       data_position, episodes_played, train_seconds, evaluation, eval_curve,
-      prs_schedule, extension      the run's RunState (agentgym.train.run.state)
+      prs_schedule, extension      the run's RunState (agentgym.train.base.state)
       config              the run's config as a plain dict (every flag)
       env_kwargs          the env kwargs every env was made with (reward_mode included)
       method              the trainer's name (grpo, vspo, gcd-gigpo...)
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentgym.train.run.state import STATE_KEYS, RunState
-from agentgym.train.run.state_file import TrainerStateError, read_state
+from agentgym.train.base.state import STATE_KEYS, RunState
+from agentgym.train.base.state_file import TrainerStateError, read_state
 
 
 @dataclass
@@ -43,7 +43,7 @@ class CheckpointRecord:
     state: RunState
     """where the run stood when the checkpoint was saved"""
     config: dict[str, Any] = field(default_factory=dict)
-    """the run's config as :func:`agentgym.train.run.config.to_dict` wrote it (groups ``env``, ``model``,
+    """the run's config as :func:`agentgym.train.base.flags.to_dict` wrote it (groups ``env``, ``model``,
     ``rollout``, ``optim``, ``run``, ``eval`` and a method's own, e.g. ``gcd``)"""
     method: str = ""
     """the trainer that wrote it (``grpo``, ``vspo``, ``gcd-gigpo``...; empty when unrecorded)"""
@@ -77,28 +77,14 @@ class CheckpointRecord:
         return mine.get("extension", self.state.extension), mine.get("rng")
 
     def trained_env_kwargs(self, env_id: str) -> dict[str, Any] | None:
-        """The env kwargs the run made its envs with, when it trained on ``env_id`` (None otherwise).
-
-        A checkpoint that predates the recorded kwargs has them rebuilt from its config, as its
-        trainer built them: from its preset and ``--env-kwargs``, or, before presets, its
-        ``--env-kwargs`` alone, else the trainers' old per-env default."""
-        if self.env_id != env_id:
+        """The env kwargs the run made its envs with, when it trained on ``env_id`` and recorded
+        them (None otherwise)."""
+        if self.env_id != env_id or self.env_kwargs is None:
             return None
-        if self.env_kwargs is not None:
-            return dict(self.env_kwargs)
-        from agentgym.train.run.helpers import parse_env_kwargs
-        from agentgym.train.run.presets import LEGACY_DEFAULTS, resolve_env_kwargs
-
-        env = self.config.get("env") or {}
-        if "preset" in env:
-            model = (self.config.get("model") or {}).get("model")
-            return resolve_env_kwargs(env_id, model, env["preset"], parse_env_kwargs(env.get("env_kwargs")))[1]
-        kwargs = (parse_env_kwargs(env["env_kwargs"]) if env.get("env_kwargs") is not None
-                  else dict(LEGACY_DEFAULTS.get(env_id, {})))
-        return {**kwargs, "reward_mode": env.get("reward_mode", "prs")}
+        return dict(self.env_kwargs)
 
     def state_dict(self) -> dict[str, Any]:
-        """The trainer-state tree :func:`agentgym.train.run.state_file.write_state` writes."""
+        """The trainer-state tree :func:`agentgym.train.base.state_file.write_state` writes."""
         run = self.state.state_dict()
         extra: dict[str, Any] = {k: v for k, v in run.items() if k != "step"}
         extra.update({"config": self.config, "method": self.method, "cold_start_tasks": list(self.cold_start_tasks)})
@@ -153,7 +139,7 @@ def read_checkpoint(path: str | os.PathLike, tensors: bool = True) -> Checkpoint
     leaderboard read. ``tensors=False`` leaves out the tensors (the optimizer's moments: the record
     is then for reading settings, not for resuming).
 
-    Reads nothing that can run code (:func:`agentgym.train.run.state_file.read_state`, which also reads a
+    Reads nothing that can run code (:func:`agentgym.train.base.state_file.read_state`, which also reads a
     legacy ``trainer_state.pt`` safely); raises :class:`TrainerStateError` naming the file when the
     state is missing, damaged, unsafe, or lacks an entry a resume needs."""
     return CheckpointRecord.from_state_dict(read_state(path, tensors=tensors), path, resumable=tensors)

@@ -6,9 +6,10 @@ and autocast, its place among the ``torchrun`` processes, the tokenizer), each w
 a change to how the config is declared does not reach into every method. The loop makes it once
 (:func:`agentgym.train.run.setup.set_up`) and hands the same object to every hook.
 
->>> view = RunView.of(None)
->>> view.output_dir is None, view.sampling.temperature, view.is_main, view.world_size
-(True, 1.0, True, 1)
+>>> from agentgym.train.config.tree import TrainConfig
+>>> view = RunView.of(TrainConfig())
+>>> view.output_dir, view.sampling.temperature, view.is_main, view.world_size
+('runs/grpo', 1.0, True, 1)
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from functools import cached_property
 from typing import Any
 
 from agentgym.agents.base import SamplingConfig
-from agentgym.train.optim.distributed import Dist
+from agentgym.train.base.device import autocast_context
+from agentgym.train.base.world import Dist
+from agentgym.train.rollout.chat import ChatEncoder
 
 
 @dataclass(frozen=True)
@@ -57,15 +60,13 @@ class RunView:
     """the trained model's tokenizer"""
 
     @classmethod
-    def of(cls, config: Any = None, *, tokenizer: Any = None, device: str = "cpu", bf16: bool = False,
+    def of(cls, config: Any, *, tokenizer: Any = None, device: str = "cpu", bf16: bool = False,
            dist: Dist | None = None) -> RunView:
-        """The view of a :class:`~agentgym.train.run.config.TrainConfig` (None: its defaults, writing
-        nowhere), with what only the running loop knows: the tokenizer, device, autocast, ``dist``."""
-        from agentgym.train.run.config import TrainConfig
-
-        c = config if config is not None else TrainConfig()
+        """The view of a run's :class:`~agentgym.train.config.tree.TrainConfig`, with what only the
+        running loop knows: the tokenizer, device, autocast, ``dist``."""
+        c = config
         r, o = c.rollout, c.optim
-        return cls(output_dir=c.run.output_dir if config is not None else None, seed=c.run.seed, quiet=c.run.quiet,
+        return cls(output_dir=c.run.output_dir, seed=c.run.seed, quiet=c.run.quiet,
                    sampling=r.sampling, layout=r.layout, window=r.window, max_prompt_tokens=r.max_prompt_tokens,
                    std_normalize=o.std_normalize, learning_rate=o.learning_rate, micro_batch_size=o.micro_batch_size,
                    device=device, bf16=bf16, dist=dist if dist is not None else Dist(), tokenizer=tokenizer)
@@ -91,8 +92,6 @@ class RunView:
     def encoder(self):
         """The :class:`~agentgym.train.rollout.chat.ChatEncoder` of the tokenizer: chat messages to the
         token ids the policy sees."""
-        from agentgym.train.rollout.chat import ChatEncoder
-
         if self.tokenizer is None:
             raise ValueError("this run view has no tokenizer")
         return ChatEncoder(self.tokenizer)
@@ -104,6 +103,4 @@ class RunView:
     def autocast(self):
         """The autocast context of the run's forward passes (bf16 on a GPU with ``--bf16``; nothing
         on the CPU): generate or score under it as the rollout and the update do."""
-        from agentgym.train.optim.update import autocast_context
-
         return autocast_context(self.device, self.bf16)

@@ -27,6 +27,9 @@ import json
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from agentgym.envs.arguments import json_object
+from agentgym.train.base.records import recorded_env_kwargs
+
 TINY_MODELS = ("tiny", "tiny-small", "tiny-wide")
 """The built-in model names (``agentgym.agents.tiny``), built offline; ``auto`` gives them ``tiny``."""
 AUTO = "auto"
@@ -49,15 +52,6 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                         "system_prompt": "Solve the household task. Reply with the number of one admissible action."},
     },
 }
-
-# What a trainer checkpoint from before presets existed trained on when its run had no
-# --env-kwargs (any --env-kwargs replaced this whole object); kept as it was, so such a checkpoint
-# is still evaluated on its own env.
-LEGACY_DEFAULTS: dict[str, dict[str, Any]] = {
-    "ToolQA-v0": {"question_kinds": ["single_hop"], "max_turns": 2, "action_format": "tags", "top_k": 1,
-                  "system_prompt": TINY_TOOLQA_PROMPT},
-}
-
 
 def preset_choices() -> tuple[str, ...]:
     """Every name ``--preset`` takes.
@@ -112,8 +106,6 @@ def base_env_kwargs(env_id: str, model: str | None, preset: str = AUTO,
     check_preset(preset)
     if preset == AUTO:
         if model is not None and model not in TINY_MODELS:
-            from agentgym.train.evaluate import recorded_env_kwargs
-
             recorded = recorded_env_kwargs(model, env_id, user_keys)
             if recorded is not None:
                 return RECORDED, recorded
@@ -139,3 +131,11 @@ def describe(env_id: str, name: str, kwargs: Mapping[str, Any], asked: str = AUT
     if asked == AUTO and name == RECORDED:
         how = "recorded (auto: the model directory's record)"
     return f"{env_id}, preset {how}, env kwargs {json.dumps(dict(kwargs), default=str)}"
+
+
+def parse_env_kwargs(text: str | dict | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    if isinstance(text, dict):
+        return dict(text)
+    return json_object(text)

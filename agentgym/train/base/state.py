@@ -15,6 +15,7 @@ True
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,8 +73,6 @@ class RunState:
 
     def state_dict(self) -> dict[str, Any]:
         """The state under the keys a checkpoint's trainer state holds it (copies, not views)."""
-        import copy
-
         return {key: copy.deepcopy(getattr(self, name)) for name, key in _KEYS.items()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
