@@ -11,7 +11,7 @@ expert hook and every ``info`` key of the contract) from here:
 - ``_format_error_terms()``: the PRS terms of a turn that did not parse.
 
 plus ``default_system_prompt``, ``tools`` and optionally ``_expert_action``, ``_episode_metrics`` and
-``_split_task_ids``.
+``task_refs`` (every task of a split, which :meth:`AgentEnv.task_ids` and the leaderboard list).
 
 An env whose engine lists admissible actions (``_admissible_actions``, with
 ``lists_admissible_actions = True``) also gets the ``observation="history+admissible"`` /
@@ -39,6 +39,7 @@ from agentgym.envs.observations import (
 )
 from agentgym.envs.parsing import ParsedAction, resolve_choice, sanitize
 from agentgym.envs.spaces import text_spaces
+from agentgym.envs.task_refs import TaskRef
 from agentgym.envs.task_sets import TakesTaskSet, TaskDraws, set_task_ids
 from agentgym.envs.time_limit import time_limit_around
 from agentgym.rewards.components import reward_components
@@ -177,9 +178,17 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
     def _admissible_actions(self) -> list[str] | None:
         return None
 
+    def task_refs(self, split: str | None = None) -> list[TaskRef] | None:
+        """Every task of ``split`` (default: the env's own) as a :class:`~agentgym.envs.task_refs.TaskRef`:
+        its ``task_id``, its ``task_type`` (what results are grouped by) and the reset options that
+        start exactly it, in a fixed order; None when the env cannot list them. These are the env's
+        own tasks, with or without ``tasks=``."""
+        return None
+
     def _split_task_ids(self, split: str | None) -> list[str] | None:
         """What :meth:`task_ids` lists without a task set: ``split``'s tasks (None: the env's split)."""
-        return None
+        refs = self.task_refs(split)
+        return None if refs is None else [ref.task_id for ref in refs]
 
     # ----- the contract ------------------------------------------------------------------
     @property

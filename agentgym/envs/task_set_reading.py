@@ -1,5 +1,6 @@
 """Reading a task set folder (what ``agentgym export-tasks`` writes, :mod:`agentgym.integrations.tasksets`):
-:func:`load_tasks` gives a :class:`TaskSet`, every split of it or one.
+:func:`load_tasks` gives a :class:`TaskSet`, every split of it or one. Envs read sets here
+(``tasks=``, :mod:`agentgym.envs.task_sets`); the integrations write them and export this reader.
 
 A set can come from anyone (a Hugging Face Hub dataset), so reading is safe whatever the folder
 holds: sizes are checked before anything is read or unpacked, YAML anchors and aliases and tags
@@ -10,6 +11,7 @@ refusal is one ``ValueError`` line that shows at most a short prefix of any valu
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -20,7 +22,9 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgym.leaderboard.tasks import TaskRef
+import agentgym.envs  # noqa: F401  registers the env ids a set names
+from agentgym import __version__
+from agentgym.envs.task_refs import TaskRef, task_list_hash
 
 SPEC_FILE = "environment.yaml"
 FORMAT = 2
@@ -99,8 +103,6 @@ class TaskSet:
     def make(self, **overrides: Any) -> gym.Env:
         """``gym.make(env_id, tasks=this set, **overrides)``: the set's env, its kwargs under
         ``overrides``; a reset without a ``task_id`` starts one of these tasks (drawn with the seed)."""
-        import agentgym  # noqa: F401  registers the envs
-
         return gym.make(self.env_id, **{**overrides, "tasks": self})
 
     def refs_for(self, env_id: str, split: str) -> list[TaskRef]:
@@ -163,8 +165,6 @@ def _split_records(spec: dict[str, Any], spec_path: str, path: str) -> dict[str,
     """The ``splits`` of a spec, each checked: a parquet file inside the set, a task count, a hash.
     A spec without ``splits`` (written before sets held several) has one split: every parquet under
     ``data/``."""
-    import glob
-
     if "splits" not in spec:
         missing = {"split", "task_list_hash"} - set(spec)
         if missing:
@@ -214,8 +214,6 @@ def _is_inside(file: str, folder: str) -> bool:
 def load_tasks(path: str | os.PathLike, split: str | None = None) -> TaskSet:
     """Read a task set folder (``environment.yaml`` and the parquet it names): every split, or the
     split named ``split``. Anything that is not such a set is a one-line ``ValueError``."""
-    from agentgym import __version__
-
     path = os.fspath(path)
     spec_path = os.path.join(path, SPEC_FILE)
     if not os.path.isfile(spec_path):
@@ -233,8 +231,6 @@ def load_tasks(path: str | os.PathLike, split: str | None = None) -> TaskSet:
     env_id, env_kwargs = spec["env_id"], spec["env_kwargs"]
     if not isinstance(env_id, str) or not 0 < len(env_id) <= 200:
         raise ValueError(f"env_id in {spec_path} must be an env id, got {short_repr(env_id)}")
-    import agentgym  # noqa: F401  registers the envs
-
     if env_id not in gym.registry:
         raise ValueError(f"the task set at {path} holds tasks of {env_id!r}, which is not a registered env id here")
     if not isinstance(env_kwargs, dict) or not all(isinstance(k, str) for k in env_kwargs) or "tasks" in env_kwargs:
@@ -260,8 +256,6 @@ def load_tasks(path: str | os.PathLike, split: str | None = None) -> TaskSet:
 
 def _read_split(path: str, split: str, record: Mapping[str, Any]) -> list[TaskRef]:
     """One split's tasks, every value checked, and checked against its record's count and hash."""
-    from agentgym.leaderboard.stamps import task_list_hash
-
     tasks = [task for file in record["files"] for task in _read_parquet(path, file)]
     seen: set[str] = set()
     for t in tasks:

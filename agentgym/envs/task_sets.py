@@ -24,30 +24,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import load_env_creator
 
+from agentgym import __version__
 from agentgym.envs.data_settings import check_data_env_kwargs
-
-if TYPE_CHECKING:
-    from agentgym.integrations.tasksets import TaskSet
+from agentgym.envs.task_set_reading import TaskSet, load_tasks
+from agentgym.extras import require
 
 
 def load_task_set(tasks: Any, split: Any = None) -> TaskSet:
     """``tasks`` as a loaded task set: a folder ``agentgym export-tasks`` wrote, or a ``TaskSet``.
     A set of several splits is narrowed to ``split`` (the env's ``split=``) when it holds a split of
     that name."""
-    from agentgym.extras import require
-
     if isinstance(tasks, (str, os.PathLike)):
         require(["pyarrow", "yaml"], "datasets", "tasks= (a task set folder)")
-        from agentgym.integrations.tasksets import load_tasks
-
         tasks = load_tasks(os.fspath(tasks))
-    from agentgym.integrations.tasksets import TaskSet
-
     if not isinstance(tasks, TaskSet):
         raise ValueError(f"tasks must be a task set folder (from agentgym export-tasks) or a TaskSet, got {tasks!r}")
     if isinstance(split, str) and len(tasks.splits) > 1 and split in tasks.splits:
@@ -56,11 +51,7 @@ def load_task_set(tasks: Any, split: Any = None) -> TaskSet:
 
 
 def env_class_of(task_set: TaskSet) -> type:
-    """The env class the set's env id is registered with."""
-    from gymnasium.envs.registration import load_env_creator
-
-    import agentgym  # noqa: F401  registers the envs
-
+    """The env class the set's env id is registered with (task_set_reading registered the ids)."""
     if task_set.env_id not in gym.registry:
         raise ValueError(f"the task set at {task_set.where} holds tasks of {task_set.env_id!r}, "
                          "which is not a registered env id here")
@@ -98,8 +89,6 @@ class TakesTaskSet(type):
 def check_env_has_tasks(env: Any, task_set: TaskSet) -> None:
     """A ``ValueError`` when ``env`` lists its tasks and some task of the set is not one of them:
     a set made by a version of agentgym whose tasks differ, or arguments that leave tasks out."""
-    from agentgym import __version__
-
     splits: dict[str, list[str]] = {}
     for task in task_set.tasks:
         splits.setdefault(str(task.options.get("split", task_set.split)), []).append(task.task_id)

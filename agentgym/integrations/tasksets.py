@@ -41,7 +41,10 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgym.integrations.task_set_reading import (
+from agentgym.envs.data_settings import DATA_PATHS, DataSettingError, check_data_env_kwargs
+from agentgym.envs.scienceworld.tasks import TASKS
+from agentgym.envs.task_refs import TaskRef, task_list_hash
+from agentgym.envs.task_set_reading import (
     FORMAT,
     SPEC_FILE,
     TaskSet,
@@ -51,7 +54,11 @@ from agentgym.integrations.task_set_reading import (
     one_line,
     short_repr,
 )
-from agentgym.leaderboard.tasks import TaskRef
+from agentgym.extras import require_for_script
+from agentgym.integrations.serve import check_env, env_kwargs_from_json
+from agentgym.integrations.task_card import card_text
+from agentgym.leaderboard.stamps import code_stamps
+from agentgym.leaderboard.tasks import enumerate_tasks, family
 
 __all__ = ["FORMAT", "SPEC_FILE", "TaskSet", "describe_tasks", "export_tasks", "is_task_set", "load_tasks", "main"]
 
@@ -67,9 +74,6 @@ def export_tasks(env_id: str, split: str, out: str, env_kwargs: Mapping[str, Any
     """Write the tasks of ``env_id`` on ``split`` (filtered by ``select`` globs, the first ``limit``)
     into the set at ``out`` (a new or empty folder, or a set of the same env and kwargs, whose
     other splits are kept); returns the split written, as a :class:`TaskSet`."""
-    from agentgym.leaderboard.stamps import code_stamps
-    from agentgym.leaderboard.tasks import enumerate_tasks
-
     out = os.fspath(out)
     env_kwargs = dict(env_kwargs or {})
     if env_kwargs.get("tasks") is not None:
@@ -90,8 +94,6 @@ def export_tasks(env_id: str, split: str, out: str, env_kwargs: Mapping[str, Any
             records[name] = record
     os.makedirs(os.path.join(out, "data"), exist_ok=True)
     records = {name: _write_split(out, name, *r) if isinstance(r, tuple) else r for name, r in records.items()}
-    from agentgym.integrations.task_card import card_text
-
     _write_file(os.path.join(out, "README.md"), card_text(env_id, env_kwargs, records, stamps["agentgym_version"]))
     _write_file(os.path.join(out, SPEC_FILE), _spec_text(out, env_id, env_kwargs, records, stamps))
     listed = {os.path.normpath(r["file"]) for r in records.values()}
@@ -105,8 +107,6 @@ def _check_carried(env_kwargs: Mapping[str, Any]) -> None:
     """A ``ValueError`` when ``env_kwargs`` holds a key a set may not carry (a loader would refuse
     the set: :mod:`agentgym.envs.data_settings`); paths are checked when the set is loaded, against
     its folder."""
-    from agentgym.envs.data_settings import DATA_PATHS, DataSettingError, check_data_env_kwargs
-
     try:
         check_data_env_kwargs({k: v for k, v in env_kwargs.items() if k not in DATA_PATHS}, "the export")
     except DataSettingError as e:
@@ -159,8 +159,6 @@ def _split_rows(env_id: str, env_kwargs: dict, split: str, tasks: list[TaskRef],
     """One split's rows (a pyarrow table) and its record for ``environment.yaml``, less its file."""
     import pyarrow as pa
 
-    from agentgym.leaderboard.stamps import task_list_hash
-
     texts, license_id = describe_tasks(env_id, env_kwargs, tasks)
     table = pa.table({"task_id": [t.task_id for t in tasks], "task_type": [t.task_type for t in tasks],
                       "split": [split] * len(tasks), "instruction": texts,
@@ -209,12 +207,8 @@ def describe_tasks(env_id: str, env_kwargs: Mapping[str, Any], tasks: Sequence[T
     ToolQA: the question; ALFWorld: the goal; both as ``info["instruction"]`` at reset.
     ScienceWorld: the task's title and variation (the engine words a variation only once it is
     loaded, which takes a JVM)."""
-    from agentgym.leaderboard.tasks import family
-
     kind = family(env_id)
     if kind == "scienceworld":
-        from agentgym.envs.scienceworld.tasks import TASKS
-
         titles = {name: (number, title) for name, number, title in TASKS}
         texts = []
         for t in tasks:
@@ -293,9 +287,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", nargs="+", default=None, help="keep tasks whose id or type matches a glob")
     parser.add_argument("--limit", type=int, default=None, help="keep the first n tasks (balanced over types)")
     args = parser.parse_args(argv)
-    from agentgym.extras import require_for_script
-    from agentgym.integrations.serve import check_env, env_kwargs_from_json
-
     require_for_script(["pyarrow", "yaml"], "datasets", "agentgym export-tasks")
     import pyarrow as pa
 

@@ -12,10 +12,11 @@ import hashlib
 import json
 import os
 import subprocess
-from collections.abc import Iterable
 from functools import lru_cache
 from importlib import metadata
 from typing import Any
+
+from agentgym.envs.task_refs import task_list_hash  # noqa: F401  a row's task list is stamped with it
 
 ENGINES = ("textworld", "alfworld", "scienceworld")
 # Engine versions our published numbers were made with (pyproject.toml pins the same ones).
@@ -24,11 +25,6 @@ VALIDATED_ENGINES = {"textworld": "1.7.0", "alfworld": "0.4.2", "scienceworld": 
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def task_list_hash(task_ids: Iterable[str]) -> str:
-    """A short hash of the ordered task ids: equal hashes mean the same tasks in the same order."""
-    return sha256_text("\n".join(task_ids))[:16]
 
 
 def engine_versions() -> dict[str, str | None]:

@@ -1,5 +1,7 @@
 """Every task of an env's split, enumerated by ``task_id`` (never sampled by seed).
 
+The env lists them (:meth:`agentgym.envs.base.AgentEnv.task_refs`):
+
 - ToolQA: every question of the split (built-in, or a user's Search-R1/FlashRAG file); the task
   type is the question kind, or for real data the data set it comes from (``data_source``), so
   the board scores each data set on its own.
@@ -16,28 +18,22 @@ keeps the first ``n`` and still covers every type evenly.
 from __future__ import annotations
 
 import fnmatch
-import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 
+from agentgym.envs.task_refs import TaskRef
+from agentgym.envs.task_set_reading import is_task_set, load_tasks
+
+__all__ = ["FAMILIES", "TaskRef", "enumerate_tasks", "env_task_refs", "family", "round_robin"]
+
 FAMILIES = ("toolqa", "alfworld", "scienceworld")
 
 
-@dataclass
-class TaskRef:
-    """One task of the board: what to reset with, and how to group its results."""
-
-    task_id: str
-    task_type: str
-    options: dict[str, Any] = field(default_factory=dict)
-    """The reset options that start exactly this task."""
-
-
 def family(env_id: str) -> str:
-    """``toolqa``, ``alfworld`` or ``scienceworld``: which enumerator an env id needs."""
+    """``toolqa``, ``alfworld`` or ``scienceworld``: which of the envs whose tasks the board lists
+    an env id is (the board picks its backend by it, a task set's card its tags)."""
     entry = str(gym.spec(env_id).entry_point)
     for name in FAMILIES:
         if f".{name}." in entry:
@@ -51,13 +47,11 @@ def enumerate_tasks(env_id: str, split: str, env_kwargs: dict[str, Any] | None =
     """The tasks of ``env_id`` on ``split``; ``select`` keeps those whose id or type matches one
     of the glob patterns; ``limit`` keeps the first ``limit`` (round-robin over types)."""
     env_kwargs = dict(env_kwargs or {})
-    if select and len(select) == 1 and _is_task_set(select[0]):  # a folder from `agentgym export-tasks`
-        from agentgym.integrations.tasksets import load_tasks
-
+    if select and len(select) == 1 and is_task_set(select[0]):  # a folder from `agentgym export-tasks`
         tasks = load_tasks(select[0]).refs_for(env_id, split)
         return tasks[:limit] if limit is not None else tasks
-    kind = family(env_id)
-    tasks = {"toolqa": _toolqa, "alfworld": _alfworld, "scienceworld": _scienceworld}[kind](env_id, split, env_kwargs)
+    family(env_id)
+    tasks = env_task_refs(env_id, split, env_kwargs)
     if select:
         tasks = [t for t in tasks if any(fnmatch.fnmatchcase(t.task_id, p) or fnmatch.fnmatchcase(t.task_type, p)
                                          for p in select)]
@@ -71,8 +65,16 @@ def enumerate_tasks(env_id: str, split: str, env_kwargs: dict[str, Any] | None =
     return tasks
 
 
-def _is_task_set(path: str) -> bool:
-    return os.path.isfile(os.path.join(path, "environment.yaml"))
+def env_task_refs(env_id: str, split: str, env_kwargs: dict[str, Any]) -> list[TaskRef]:
+    """Every task of ``env_id`` on ``split``, as the env lists them (its expert off: listing needs none)."""
+    env = gym.make(env_id, **{**env_kwargs, "split": split, "expert": False})
+    try:
+        refs = env.unwrapped.task_refs(split)
+    finally:
+        env.close()
+    if refs is None:
+        raise ValueError(f"{env_id} does not list its tasks, so the leaderboard cannot enumerate them")
+    return refs
 
 
 def round_robin(tasks: list[TaskRef]) -> list[TaskRef]:
@@ -84,40 +86,3 @@ def round_robin(tasks: list[TaskRef]) -> list[TaskRef]:
         out += [v[k] for v in by_type.values() if k < len(v)]
     return out
 
-
-def _toolqa(env_id: str, split: str, env_kwargs: dict) -> list[TaskRef]:
-    env = gym.make(env_id, **{**env_kwargs, "split": split})
-    try:
-        inner = env.unwrapped
-        questions = [q for q in inner.data.questions(split) if q.kind in inner.question_kinds]
-        return [TaskRef(q.id, q.source or q.kind, {"task_id": q.id, "split": split}) for q in questions]
-    finally:
-        env.close()
-
-
-def _alfworld(env_id: str, split: str, env_kwargs: dict) -> list[TaskRef]:
-    env = gym.make(env_id, **{**env_kwargs, "split": split, "expert": False})
-    try:
-        inner = env.unwrapped
-        return [TaskRef(g.task_id, g.task_type, {"task_id": g.task_id, "split": inner.split})
-                for g in inner.games_in(split)]
-    finally:
-        env.close()
-
-
-def _scienceworld(env_id: str, split: str, env_kwargs: dict) -> list[TaskRef]:
-    # From the task tables alone: no JVM is started to list tasks.
-    from agentgym.envs.scienceworld.levels import drawable_tasks
-    from agentgym.envs.scienceworld.tasks import TASK_NAMES, canonical_split, canonical_task, split_variations
-
-    task = {**gym.spec(env_id).kwargs, **env_kwargs}.get("task")
-    if task is None:
-        tasks = TASK_NAMES
-    else:
-        tasks = (canonical_task(task),) if isinstance(task, str) else tuple(canonical_task(t) for t in task)
-    split = canonical_split(split)
-    out = []
-    for name in drawable_tasks(tasks, split, explicit=task is not None):
-        out += [TaskRef(f"{name}/{v}", name, {"task_id": f"{name}/{v}", "split": split})
-                for v in split_variations(name, split)]
-    return out

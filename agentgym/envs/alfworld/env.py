@@ -13,6 +13,7 @@ from agentgym.envs.alfworld.search_expert import SearchGoal, search_action
 from agentgym.envs.alfworld.tasks import normalize_task_types
 from agentgym.envs.base import AgentEnv, EngineError, Transition
 from agentgym.envs.parsing import ParsedAction, parse_embodied_action
+from agentgym.envs.task_refs import TaskRef
 from agentgym.rewards.prs import EMBODIED_PRS
 
 _TASK_LINE = re.compile(r"Your task is to: (.*?)\.?\s*$", re.MULTILINE)
@@ -167,8 +168,10 @@ class ALFWorldEnv(AgentEnv):
     def games(self) -> list:
         return self.games_in(self.split)
 
-    def _split_task_ids(self, split: str | None) -> list[str]:
-        return [game.task_id for game in self.games_in(split or self.split)]
+    def task_refs(self, split: str | None = None) -> list[TaskRef]:
+        """Every playable game of ``split``, its task type ALFWorld's."""
+        split = canonical_split(split or self.split)
+        return [TaskRef(g.task_id, g.task_type, {"task_id": g.task_id, "split": split}) for g in self.games_in(split)]
 
     def _pick(self, games: list, task_id) -> int:
         if task_id is None:

@@ -17,6 +17,7 @@ from agentgym.envs.scienceworld.tasks import (
     num_variations,
     split_variations,
 )
+from agentgym.envs.task_refs import TaskRef
 from agentgym.rewards.prs import EMBODIED_PRS
 
 # The engine's answers to input it could not turn into an action. Everything else, including an
@@ -203,11 +204,12 @@ class ScienceWorldEnv(AgentEnv):
         super().close()
 
     # ----- episode start ---------------------------------------------------------------------
-    def _split_task_ids(self, split: str | None) -> list[str]:
+    def task_refs(self, split: str | None = None) -> list[TaskRef]:
+        """Every variation of ``split`` of each task a reset draws from (no held-out L2 task on a
+        training split), from the task tables: no JVM is started to list them. The task type is the task."""
         split = canonical_split(split or self.split)
-        # the same pools reset draws from: no held-out (L2) task on a training split
-        return [f"{task}/{v}" for task in drawable_tasks(self.tasks, split, self.explicit_tasks)
-                for v in split_variations(task, split)]
+        return [TaskRef(f"{task}/{v}", task, {"task_id": f"{task}/{v}", "split": split})
+                for task in drawable_tasks(self.tasks, split, self.explicit_tasks) for v in split_variations(task, split)]
 
     def _choose(self, options: dict[str, Any]) -> tuple[str, int, str]:
         split = canonical_split(options.get("split", self.split))

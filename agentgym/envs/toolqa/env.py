@@ -9,6 +9,7 @@ from typing import Any
 from agentgym.envs import arguments
 from agentgym.envs.base import AgentEnv, Transition
 from agentgym.envs.parsing import ParsedAction, echo, parse_tool_action
+from agentgym.envs.task_refs import TaskRef
 from agentgym.envs.toolqa.data import ToolQADataset, builtin_dataset, load_dataset
 from agentgym.envs.toolqa.questions import PlanStep, Question
 from agentgym.envs.toolqa.tools import ALL_TOOLS, MAX_TOP_K, SEARCH, ToolBox
@@ -150,8 +151,15 @@ class ToolQAEnv(AgentEnv):
             self._pools[split] = pool
         return self._pools[split]
 
+    def task_refs(self, split: str | None = None) -> list[TaskRef]:
+        """Every question of ``split`` of the env's kinds; the task type is the question kind, or for
+        real data the data set it comes from (``data_source``), so a board scores each on its own."""
+        split = split or self.split
+        return [TaskRef(q.id, q.source or q.kind, {"task_id": q.id, "split": split})
+                for q in self.data.questions(split) if q.kind in self.question_kinds]
+
     def _split_task_ids(self, split: str | None) -> list[str]:
-        return [q.id for q in self._pool(split or self.split)]
+        return [q.id for q in self._pool(split or self.split)]  # refuses a split without such questions
 
     def _start(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         split = options.get("split", self.split)
