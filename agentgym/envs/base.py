@@ -251,13 +251,36 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
 
     def step(self, action: str):
         if self._done:
-            info = {**self._task_info, "reward_terms": {}, "action_valid": False,
-                    "parse_error": "the episode is over; call reset()", "success": False,
-                    "episode_terms": self._tracker.episode_terms(), "metrics": {}}
-            return self._last_obs, 0.0, True, False, info
+            return self._step_after_end()
         original_length = len(action) if isinstance(action, (str, bytes)) else 0
         action = sanitize(action, self.max_action_chars)
         self._turn += 1
+        info: dict[str, Any] = {**self._task_info}
+        parsed, choice_error = self._parse_turn(action, original_length, info)
+        parsed, tr, truncated_by_error = self._run_turn(parsed, choice_error, info)
+        if self.mark_played and tr.action_valid and parsed.error is None and parsed.text:
+            self._view.ran(parsed.text)
+        step_reward = self._tracker.add(tr.terms)
+        terminated = tr.terminated
+        truncated = truncated_by_error or (not terminated and self._turn >= self._turn_limit)
+        admissible = self._turn_info(info, tr, parsed, done=terminated or truncated)
+        if self.reward_mode == "binary":
+            reward = 1.0 if (terminated and tr.success) else 0.0
+        else:
+            reward = float(step_reward)
+        observation = self._shown(tr.observation, action, parsed, admissible, info, done=terminated or truncated)
+        return observation, reward, bool(terminated), bool(truncated), info
+
+    def _step_after_end(self):
+        """A step once the episode is over: nothing runs; the last observation again, no reward."""
+        info = {**self._task_info, "reward_terms": {}, "action_valid": False,
+                "parse_error": "the episode is over; call reset()", "success": False,
+                "episode_terms": self._tracker.episode_terms(), "metrics": {}}
+        return self._last_obs, 0.0, True, False, info
+
+    def _parse_turn(self, action: str, original_length: int, info: dict[str, Any]) -> tuple[ParsedAction, str | None]:
+        """The reply parsed (or why it is not an action), a choice number turned into the admissible
+        action it names (with the reason when it names none) and a played mark dropped."""
         if original_length > self.max_action_chars:
             parsed = ParsedAction(None, error=f"output is {original_length} characters long; "
                                               f"the limit is {self.max_action_chars}")
@@ -266,8 +289,6 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
                 parsed = self._parse(action)
             except RecursionError:
                 parsed = ParsedAction(None, error=_TOO_DEEP)
-        info: dict[str, Any] = {**self._task_info}
-        truncated_by_error = False
         choice_error = None
         if parsed.error is None and self._view.choice and parsed.kind == "action":
             reply = parsed.text
@@ -278,67 +299,72 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
             # a command copied from the list with its mark is that command
             if parsed.text.rstrip().lower().endswith(PLAYED_MARK):
                 parsed.text = parsed.text.rstrip()[:-len(PLAYED_MARK)]
+        return parsed, choice_error
+
+    def _run_turn(self, parsed: ParsedAction, choice_error: str | None,
+                  info: dict[str, Any]) -> tuple[ParsedAction, Transition, bool]:
+        """What the turn did: the engine's transition, or an invalid turn's; and whether an engine
+        fault ends the episode (truncated). ``parsed`` comes back as it ends up."""
         if parsed.error is not None:
             hint = f"\n{self.format_hint}" if self.format_hint else ""
             if hint and self._view.choice:
                 hint += " A number names one of the admissible actions."
-            tr = Transition(f"Invalid output: {parsed.error}.{hint}", self._format_error_terms(), False)
-        elif choice_error is not None:
+            return parsed, Transition(f"Invalid output: {parsed.error}.{hint}", self._format_error_terms(), False), False
+        if choice_error is not None:
             # One action, parsed (format 1), that names none of the listed actions (valid 0).
-            tr = Transition(f"Invalid choice: {choice_error}.", {**self._format_error_terms(), "format": 1.0,
-                                                                  "valid": 0.0}, False)
-        else:
-            try:
-                tr = self._execute(parsed)
-            except EngineError as e:
-                tr = Transition(f"The environment failed and this episode ends: {e}", {"format": 1.0}, False)
-                info["error"] = str(e)
-                truncated_by_error = True
-            except RecursionError:
-                # Parsers and tools bound their own depth; this is the backstop that keeps a
-                # pathological action an invalid turn rather than an exception out of step().
-                parsed = ParsedAction(None, error=_TOO_DEEP)
-                tr = Transition(f"Invalid output: {_TOO_DEEP}.", self._format_error_terms(), False)
-        if self.mark_played and tr.action_valid and parsed.error is None and parsed.text:
-            self._view.ran(parsed.text)
-        step_reward = self._tracker.add(tr.terms)
-        terminated = tr.terminated
-        truncated = truncated_by_error or (not terminated and self._turn >= self._turn_limit)
+            terms = {**self._format_error_terms(), "format": 1.0, "valid": 0.0}
+            return parsed, Transition(f"Invalid choice: {choice_error}.", terms, False), False
+        try:
+            return parsed, self._execute(parsed), False
+        except EngineError as e:
+            info["error"] = str(e)
+            return parsed, Transition(f"The environment failed and this episode ends: {e}", {"format": 1.0}, False), True
+        except RecursionError:
+            # Parsers and tools bound their own depth; this is the backstop that keeps a
+            # pathological action an invalid turn rather than an exception out of step().
+            parsed = ParsedAction(None, error=_TOO_DEEP)
+            return parsed, Transition(f"Invalid output: {_TOO_DEEP}.", self._format_error_terms(), False), False
+
+    def _turn_info(self, info: dict[str, Any], tr: Transition, parsed: ParsedAction, done: bool) -> list[str] | None:
+        """The turn's ``info`` keys; returns the admissible actions of the next turn (None once the
+        episode is over, or when the env lists none)."""
         info.update(tr.extra_info)
         info["reward_terms"] = dict(tr.terms)
         info["action_valid"] = bool(tr.action_valid and parsed.error is None)
         info["parse_error"] = parsed.error
         info["turn"] = self._turn
-        admissible = None
-        if not (terminated or truncated):
-            admissible = self._admissible_actions()
-            if admissible is not None:
-                info["admissible_actions"] = admissible
-            if self.expert:
-                info["expert_action"] = self._expert_action()
-        else:
-            self._done = True
-            success = bool(tr.success)
-            info["success"] = success
-            info["episode_terms"] = self._tracker.episode_terms()
-            info["episode_return"] = self._tracker.episode_return
-            info["reward_components"] = reward_components(self.prs_spec, info["episode_terms"], self._tracker.stage)
-            info["metrics"] = {"success": float(success), "prs_return": self._tracker.episode_return,
-                               "turns": float(self._turn), **self._episode_metrics(success)}
-        if self.reward_mode == "binary":
-            reward = 1.0 if (terminated and tr.success) else 0.0
-        else:
-            reward = float(step_reward)
-        observation = tr.observation
+        if done:
+            self._end_episode(info, bool(tr.success))
+            return None
+        admissible = self._admissible_actions()
+        if admissible is not None:
+            info["admissible_actions"] = admissible
+        if self.expert:
+            info["expert_action"] = self._expert_action()
+        return admissible
+
+    def _end_episode(self, info: dict[str, Any], success: bool) -> None:
+        """The episode's closing ``info`` keys: success, its PRS terms and return, its metrics."""
+        self._done = True
+        info["success"] = success
+        info["episode_terms"] = self._tracker.episode_terms()
+        info["episode_return"] = self._tracker.episode_return
+        info["reward_components"] = reward_components(self.prs_spec, info["episode_terms"], self._tracker.stage)
+        info["metrics"] = {"success": float(success), "prs_return": self._tracker.episode_return,
+                           "turns": float(self._turn), **self._episode_metrics(success)}
+
+    def _shown(self, observation: str, action: str, parsed: ParsedAction, admissible: list[str] | None,
+               info: dict[str, Any], done: bool) -> str:
+        """What the agent sees after the turn (rendered by the observation view when one is on),
+        recorded in the transcript."""
         if self._view.active:
             self._choices = admissible
             self._view.record(history_entry(parsed.text if parsed.error is None else None, action), observation)
             info["raw_observation"] = observation
-            observation = self._view.render(observation, admissible, self._turn, self._turn_limit,
-                                            done=terminated or truncated)
+            observation = self._view.render(observation, admissible, self._turn, self._turn_limit, done=done)
         self._transcript += [("action", action), ("observation", observation)]
         self._last_obs = observation
-        return observation, reward, bool(terminated), bool(truncated), info
+        return observation
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":
