@@ -58,7 +58,7 @@ SCENARIOS = {
     "ALFWorld-v0": {
         "target": 0.85,
         "settings": dict(model="tiny", preset="none", split="train", layout="window", num_groups=4, group_size=4,
-                         max_new_tokens=8, cold_start_steps=0, backend="process"),
+                         max_new_tokens=8, cold_start={"num_steps": 0}, backend="process"),
         "env_kwargs": {"observation": "history+admissible", "history": 2, "action_format": "choice",
                        "mark_played": True, "max_turns": 10, "data_path": "generated:4000:small"},
     },
@@ -178,15 +178,17 @@ def run_once(args, env_id: str, k: int, repeat: int, model: str | None, tail: in
 def toolqa_cold_start(args) -> str:
     """The short cold start every ToolQA run starts from (built once; reused when its recipe matches)."""
     from agentgym.train.base.flags import build
-    from agentgym.train.loop import cold_start
+    from agentgym.train.run.setup import cold_start
 
-    defaults = trainer(args.method).defaults()
+    module = trainer(args.method)
+    defaults = module.defaults()
     values = dict(SCENARIOS["ToolQA-v0"]["settings"], env_id="ToolQA-v0", model=args.toolqa_model,
-                  cold_start_steps=args.cold_start_steps, cold_start_episodes=args.cold_start_episodes,
+                  cold_start={"num_steps": args.cold_start_steps, "num_episodes": args.cold_start_episodes},
                   output_dir=os.path.join(args.out, "work", "cold_start"), seed=args.seed, progress=False,
                   quiet=True, tensorboard=False)
     values.update({k: v for k, v in args.override.items() if k not in ("env_kwargs", "preset")})
-    return cold_start(build(type(defaults), **values, _default=defaults))
+    config = build(type(defaults), **values, _default=defaults)
+    return cold_start(config, module.extensions(config))
 
 
 def searches_per_episode(args, model: str) -> dict:

@@ -130,7 +130,7 @@ def part_qwen(o) -> dict:
 
     sizes = dict(num_groups=1, group_size=2, max_new_tokens=8, micro_batch_size=2) if o.smoke else {}
     config = build(TrainConfig, model=str(model_dir), env_id="ToolQA-v0", preset="none", device=o.device,
-                   bf16=True, gradient_checkpointing=True, num_steps=2, cold_start_steps=0, eval_episodes=0,
+                   bf16=True, gradient_checkpointing=True, num_steps=2, cold_start={"num_steps": 0}, eval_episodes=0,
                    save_every=0, learning_rate=1e-6, output_dir=str(Path(o.workdir) / "qwen-run"), progress=False,
                    quiet=True, tensorboard=False, seed=0, cpu_threads=1 if not on_gpu else 0, **sizes)
     t0 = time.perf_counter()

@@ -111,9 +111,10 @@ def cell_config(args, method: str, seed: int, model: str, out: str):
 def cold_start_dir(args, method: str, seed: int) -> str:
     """Build (or reuse) the seed's cold start with the method's recipe, as ``train`` would."""
     from agentgym.train.base.flags import build
-    from agentgym.train.loop import cold_start
+    from agentgym.train.run.setup import cold_start
 
-    defaults = trainer(METHODS[method][0]).defaults()
+    module = trainer(METHODS[method][0])
+    defaults = module.defaults()
     recipe = "judge" if defaults.cold_start.judge_samples else "plain"
     out = os.path.join(args.out, "cold_start", args.env_id, f"{recipe}-seed{seed}")
     values = dict(seed=seed, output_dir=out, env_id=args.env_id, cpu_threads=args.cpu_threads,
@@ -122,8 +123,12 @@ def cold_start_dir(args, method: str, seed: int) -> str:
         values["model"] = args.model
     if args.env_kwargs is not None:
         values["env_kwargs"] = args.env_kwargs
-    values.update({k: v for k, v in args.override.items() if k not in values})
-    return cold_start(build(type(defaults), **values, _default=defaults))
+    override = {k: v for k, v in args.override.items() if k not in values}
+    if recipe == "plain" and isinstance(override.get("cold_start"), dict):
+        # judge samples are GCD's (its extension makes them): a plain recipe has none to size
+        override["cold_start"] = {k: v for k, v in override["cold_start"].items() if k != "judge_samples"}
+    config = build(type(defaults), **values, **override, _default=defaults)
+    return cold_start(config, module.extensions(config))
 
 
 def run_cell(args, method: str, seed: int) -> dict:
@@ -305,7 +310,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--cpu-threads", type=int, default=None, help="default: the trainers' default")
     p.add_argument("--override", type=json.loads, default={},
                    help='JSON of trainer settings for every cell and cold start, flat names as build() takes '
-                        'them, e.g. \'{"num_groups": 8, "cold_start_steps": 400}\'')
+                        'them, e.g. \'{"num_groups": 8, "cold_start": {"num_steps": 400}}\'')
     p.add_argument("--out", default="benchmarks/results/learning_curves")
     p.add_argument("--report-only", action="store_true", help="only read finished cells and write the report")
     args = p.parse_args(argv)

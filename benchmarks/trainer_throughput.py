@@ -273,7 +273,7 @@ def bench_gcd(args):
         model = run_sft(sft_cfg)
     common = dict(model=model, preset="none", env_kwargs=env_kwargs, num_steps=args.gcd_steps, num_groups=args.groups,
                   group_size=args.group_size, max_new_tokens=args.max_new_tokens, micro_batch_size=args.micro_batch_size,
-                  cpu_threads=args.cpu_threads, device=args.device, cold_start_steps=0, eval_episodes=0, save_every=0,
+                  cpu_threads=args.cpu_threads, device=args.device, cold_start={"num_steps": 0}, eval_episodes=0, save_every=0,
                   progress=False, quiet=True, tensorboard=False, seed=0)
 
     @dataclass

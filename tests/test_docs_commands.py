@@ -52,15 +52,15 @@ NOT_RUN = {
                              "it without an index)",
     "gpu_check.py --device cuda": "needs a CUDA device (tests/test_gpu_check.py runs the CPU smoke check)",
 }
-TRAINER_SHRINK = ("--num-steps 1 --num-groups 1 --group-size 2 --max-new-tokens 4 --cold-start-steps 2 "
-                  "--cold-start-episodes 2 --cold-start-judge-samples 0 --eval-episodes 2 --save-every 1 "
+TRAINER_SHRINK = ("--num-steps 1 --num-groups 1 --group-size 2 --max-new-tokens 4 --cold-start.num-steps 2 "
+                  "--cold-start.num-episodes 2 --cold-start.judge-samples 0 --eval-episodes 2 --save-every 1 "
                   "--no-progress --quiet --no-tensorboard")
 SHRINK = [
     (r"^torchrun .*trainers/\w+\.py", TRAINER_SHRINK + " --num-groups 2"),  # a group per process
     (r"^python trainers/sft\.py", "--num-steps 2 --num-episodes 2 --batch-size 2 --no-progress --quiet --no-tensorboard"),
     (r"^python trainers/\w+\.py", TRAINER_SHRINK),
     (r"^python benchmarks/learning_curves\.py", "--methods grpo --seeds 0 --max-episodes 4 --eval-every 1 "
-     "--eval-episodes 2 --override '{\"cold_start_steps\": 2, \"cold_start_episodes\": 2, \"num_groups\": 1, "
+     "--eval-episodes 2 --override '{\"cold_start\": {\"num_steps\": 2, \"num_episodes\": 2}, \"num_groups\": 1, "
      "\"group_size\": 2, \"max_new_tokens\": 4}'"),
     (r"^python benchmarks/async_rollouts\.py", "--env-id ToolQA-v0 --steps 3 --repeats 1 --async-steps 0 1 "
      "--search-latency 0.01 --toolqa-model tiny --cold-start-steps 2 --cold-start-episodes 2 "

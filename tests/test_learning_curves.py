@@ -14,8 +14,8 @@ spec = importlib.util.spec_from_file_location("learning_curves", ROOT / "benchma
 lc = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(lc)
 
-TOY = {"env_kwargs": '{"question_kinds": ["single_hop"], "max_turns": 2}', "cold_start_steps": 2,
-       "cold_start_episodes": 4, "cold_start_batch_size": 2, "cold_start_judge_samples": 2, "num_groups": 2,
+TOY = {"env_kwargs": '{"question_kinds": ["single_hop"], "max_turns": 2}',
+       "cold_start": {"num_steps": 2, "num_episodes": 4, "batch_size": 2, "judge_samples": 2}, "num_groups": 2,
        "group_size": 2, "max_new_tokens": 8, "micro_batch_size": 4, "beta": 0.0}
 
 

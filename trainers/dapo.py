@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from agentgym.train.config.cli import exit_on_config_error, parse
 from agentgym.train.config.run import RunConfig
 from agentgym.train.config.tree import TrainConfig
+from agentgym.train.hooks import TrainerExtension
 from agentgym.train.loop import TrainResult, train
 from agentgym.train.methods import DAPO, DAPOConfig
 from agentgym.train.methods.dapo import DAPO_EPS_HIGH, DAPO_EPS_LOW
@@ -29,8 +30,13 @@ def defaults() -> DAPOTrainConfig:
                            run=RunConfig(output_dir="runs/dapo"))
 
 
+def extensions(config: DAPOTrainConfig) -> list[TrainerExtension]:
+    """What this method adds to the loop (the cold start asks them too)."""
+    return [DAPO(config.dapo)]
+
+
 def main(config: DAPOTrainConfig) -> TrainResult:
-    return train(config, [DAPO(config.dapo)], name="dapo")
+    return train(config, extensions(config), name="dapo")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from agentgym.train.coldstart.settings import SFTConfig
 from agentgym.train.config.cli import exit_on_config_error, parse
 from agentgym.train.config.run import RunConfig
 from agentgym.train.config.tree import TrainConfig
+from agentgym.train.hooks import TrainerExtension
 from agentgym.train.loop import TrainResult, train
 from agentgym.train.methods import GCDConfig, GiGPOConfig, gcd_extensions
 
@@ -32,8 +33,13 @@ def defaults() -> GCDTrainConfig:
     return GCDTrainConfig(run=RunConfig(output_dir="runs/gcd"), cold_start=SFTConfig(judge_samples=64))
 
 
+def extensions(config: GCDTrainConfig) -> list[TrainerExtension]:
+    """What this method adds to the loop (the cold start asks them too: GCD's judge samples)."""
+    return gcd_extensions(config)
+
+
 def main(config: GCDTrainConfig) -> TrainResult:
-    return train(config, gcd_extensions(config), name=f"gcd-{config.gcd.base}")
+    return train(config, extensions(config), name=f"gcd-{config.gcd.base}")
 
 
 if __name__ == "__main__":

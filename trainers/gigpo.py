@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from agentgym.train.config.cli import exit_on_config_error, parse
 from agentgym.train.config.run import RunConfig
 from agentgym.train.config.tree import TrainConfig
+from agentgym.train.hooks import TrainerExtension
 from agentgym.train.loop import TrainResult, train
 from agentgym.train.methods import GiGPO, GiGPOConfig
 
@@ -24,8 +25,13 @@ def defaults() -> GiGPOTrainConfig:
     return GiGPOTrainConfig(run=RunConfig(output_dir="runs/gigpo"))
 
 
+def extensions(config: GiGPOTrainConfig) -> list[TrainerExtension]:
+    """What this method adds to the loop (the cold start asks them too)."""
+    return [GiGPO(config.gigpo)]
+
+
 def main(config: GiGPOTrainConfig) -> TrainResult:
-    return train(config, [GiGPO(config.gigpo)], name="gigpo")
+    return train(config, extensions(config), name="gigpo")
 
 
 if __name__ == "__main__":

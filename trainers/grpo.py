@@ -12,6 +12,7 @@ checkpoint, held-out evaluation) is agentgym.train.loop; every flag is in --help
 
 from agentgym.train.config.cli import exit_on_config_error, parse
 from agentgym.train.config.tree import TrainConfig
+from agentgym.train.hooks import TrainerExtension
 from agentgym.train.loop import TrainResult, train
 
 
@@ -19,8 +20,13 @@ def defaults() -> TrainConfig:
     return TrainConfig()
 
 
+def extensions(config: TrainConfig) -> list[TrainerExtension]:
+    """What this method adds to the loop (GRPO: nothing; the cold start asks them too)."""
+    return []
+
+
 def main(config: TrainConfig) -> TrainResult:
-    return train(config, name="grpo")
+    return train(config, extensions(config), name="grpo")
 
 
 if __name__ == "__main__":

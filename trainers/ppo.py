@@ -16,6 +16,7 @@ from agentgym.train.base.errors import ConfigError
 from agentgym.train.config.cli import exit_on_config_error, parse
 from agentgym.train.config.run import RunConfig
 from agentgym.train.config.tree import TrainConfig
+from agentgym.train.hooks import TrainerExtension
 from agentgym.train.loop import TrainResult, train
 from agentgym.train.methods import PPO, PPOConfig
 from agentgym.train.rollout.settings import RolloutConfig
@@ -37,8 +38,13 @@ def defaults() -> PPOTrainConfig:
     return PPOTrainConfig(run=RunConfig(output_dir="runs/ppo"), rollout=RolloutConfig(num_groups=32, group_size=1))
 
 
+def extensions(config: PPOTrainConfig) -> list[TrainerExtension]:
+    """What this method adds to the loop (the cold start asks them too)."""
+    return [PPO(config.ppo)]
+
+
 def main(config: PPOTrainConfig) -> TrainResult:
-    return train(config, [PPO(config.ppo)], name="ppo")
+    return train(config, extensions(config), name="ppo")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from agentgym.train.config.cli import exit_on_config_error, parse
 from agentgym.train.config.run import RunConfig
 from agentgym.train.config.tree import TrainConfig
+from agentgym.train.hooks import TrainerExtension
 from agentgym.train.loop import TrainResult, train
 from agentgym.train.methods import VSPO, VSPOConfig
 
@@ -27,8 +28,13 @@ def defaults() -> VSPOTrainConfig:
     return VSPOTrainConfig(run=RunConfig(output_dir="runs/vspo"))
 
 
+def extensions(config: VSPOTrainConfig) -> list[TrainerExtension]:
+    """What this method adds to the loop (the cold start asks them too)."""
+    return [VSPO(config.vspo)]
+
+
 def main(config: VSPOTrainConfig) -> TrainResult:
-    return train(config, [VSPO(config.vspo)], name="vspo")
+    return train(config, extensions(config), name="vspo")
 
 
 if __name__ == "__main__":

@@ -21,10 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentgym.envs.task_refs import task_list_hash
 from agentgym.leaderboard.calls import describe
 from agentgym.leaderboard.errors import BoardError
 from agentgym.leaderboard.specs import check_spec, split_name
-from agentgym.leaderboard.stamps import code_stamps, task_list_hash
+from agentgym.leaderboard.stamps import code_stamps
 from agentgym.leaderboard.store import NAMING, Block, file_part
 from agentgym.leaderboard.tasks import enumerate_tasks, family
 

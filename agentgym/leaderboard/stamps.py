@@ -16,8 +16,6 @@ from functools import lru_cache
 from importlib import metadata
 from typing import Any
 
-from agentgym.envs.task_refs import task_list_hash  # noqa: F401  a row's task list is stamped with it
-
 ENGINES = ("textworld", "alfworld", "scienceworld")
 # Engine versions our published numbers were made with (pyproject.toml pins the same ones).
 VALIDATED_ENGINES = {"textworld": "1.7.0", "alfworld": "0.4.2", "scienceworld": "1.2.3"}

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from agentgym.leaderboard.stamps import task_list_hash
+from agentgym.envs.task_refs import task_list_hash
 from agentgym.leaderboard.store import Block
 
 OUTCOMES = ("solved", "failed", "turn_limit", "context_limit", "invalid_format", "env_error", "agent_error")

@@ -26,7 +26,7 @@ import gymnasium as gym
 from agentgym.envs.task_refs import TaskRef
 from agentgym.envs.task_set_reading import is_task_set, load_tasks
 
-__all__ = ["FAMILIES", "TaskRef", "enumerate_tasks", "env_task_refs", "family", "round_robin"]
+__all__ = ["FAMILIES", "enumerate_tasks", "env_task_refs", "family", "round_robin"]
 
 FAMILIES = ("toolqa", "alfworld", "scienceworld")
 

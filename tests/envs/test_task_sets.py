@@ -14,8 +14,8 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 import agentgym  # noqa: E402,F401
+from agentgym.envs.task_refs import task_list_hash  # noqa: E402
 from agentgym.integrations.tasksets import export_tasks, load_tasks  # noqa: E402
-from agentgym.leaderboard.stamps import task_list_hash  # noqa: E402
 
 TOOLQA = {"question_kinds": ["single_hop", "bridge"], "max_turns": 6}
 

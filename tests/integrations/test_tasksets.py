@@ -14,8 +14,8 @@ import pyarrow.parquet as pq  # noqa: E402
 
 import agentgym  # noqa: E402,F401
 from agentgym.cli import main  # noqa: E402
+from agentgym.envs.task_refs import task_list_hash  # noqa: E402
 from agentgym.integrations.tasksets import load_tasks  # noqa: E402
-from agentgym.leaderboard.stamps import task_list_hash  # noqa: E402
 from agentgym.leaderboard.tasks import enumerate_tasks  # noqa: E402
 
 TOOLQA = {"question_kinds": ["single_hop", "bridge"]}
@@ -385,7 +385,7 @@ def test_a_yaml_alias_bomb_is_refused_before_it_grows(tmp_path):
 
 
 def test_a_split_that_unpacks_past_the_cap_is_refused_before_it_is_read(tmp_path, monkeypatch):
-    from agentgym.integrations import task_set_reading
+    from agentgym.envs import task_set_reading
 
     out = str(tmp_path / "set")
     main(["export-tasks", "ToolQA-v0", "--split", "test", "--out", out, "--limit", "1"])

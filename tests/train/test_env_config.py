@@ -9,7 +9,6 @@ from agentgym.vector import ProcessOptions, RayOptions, SyncOptions
 
 def test_backend_flags_become_one_options_object():
     assert EnvConfig().backend_options() == SyncOptions()
-    assert EnvConfig(backend="list").backend_options() == SyncOptions()  # the former plain-env batch
     # trainers run threads: process workers are spawned, not forked
     assert EnvConfig(backend="process", envs_per_worker=2).backend_options() == \
         ProcessOptions(envs_per_worker=2, mp_context="spawn")

@@ -82,7 +82,7 @@ def test_a_former_flag_fails_in_one_line_naming_the_current_one(argv, message, c
 def test_build_refuses_a_former_name_naming_the_current_one():
     with pytest.raises(TypeError, match=r"TrainConfig has no setting 'cold_start_steps' \(cold_start_steps is now "
                                         r"cold_start.num_steps\)"):
-        build(TrainConfig, cold_start_steps=3)
+        build(TrainConfig, cold_start={"num_steps": 3})
     with pytest.raises(TypeError, match=r"judge_beta is now gcd.judge_loss.beta"):
         _build_gcd(judge_beta=0.1)
     built = build(TrainConfig, cold_start={"num_steps": 3, "batch_size": 2})

@@ -36,22 +36,38 @@ def test_every_flat_name_means_one_setting_across_the_trainers():
     assert owner["gae_gamma"] == ("ppo", "gae_gamma") and owner["gae_lambda"] == ("ppo", "gae_lambda")
 
 
-def test_renamed_method_flags_keep_their_former_spellings(capsys):
+@pytest.mark.parametrize("cls,argv,new", [
+    ("gigpo", ["--gigpo.no-std-normalize"], "--gigpo.no-step-std-normalize"),
+    ("gigpo", ["--gigpo.std-normalize"], "--gigpo.step-std-normalize"),
+    ("dapo", ["--dapo.tol", "0.5"], "--dapo.spread-tol"),
+    ("gcd", ["--gcd.judge-eps-high=0.3"], "--gcd.judge-loss.eps-high"),
+    ("gcd", ["--gcd.judge-beta", "0.05"], "--gcd.judge-loss.beta"),
+    ("ppo", ["--ppo.lam=0.8"], "--ppo.gae-lambda"),
+])
+def test_a_renamed_method_flag_fails_in_one_line_naming_the_current_one(cls, argv, new, capsys):
+    module = {"gigpo": gigpo, "dapo": dapo, "gcd": gcd, "ppo": ppo}[cls]
+    with pytest.raises(SystemExit) as e:
+        parse(type(module.defaults()), argv + ["--eval-episodes", "0"], default=module.defaults())
+    assert e.value.code == 2 and capsys.readouterr().err == f"error: {argv[0].split('=')[0]} was renamed {new}\n"
+
+
+def test_method_flags_and_build_take_the_current_names(capsys):
     no = ["--eval-episodes", "0"]
-    assert parse(gigpo.GiGPOTrainConfig, ["--gigpo.no-std-normalize", *no]).gigpo.step_std_normalize is False
-    assert parse(gigpo.GiGPOTrainConfig, ["--gigpo.std-normalize", *no]).gigpo.step_std_normalize is True
-    assert parse(dapo.DAPOTrainConfig, ["--dapo.tol", "0.5", *no], default=dapo.defaults()).dapo.spread_tol == 0.5
-    judge = parse(gcd.GCDTrainConfig, ["--gcd.judge-eps-low", "0.1", "--gcd.judge-eps-high=0.3", "--gcd.judge-beta",
-                                       "0.05", "--gcd.judge-aggregation", "token-mean", *no]).gcd.judge_loss
+    assert parse(gigpo.GiGPOTrainConfig, ["--gigpo.no-step-std-normalize", *no]).gigpo.step_std_normalize is False
+    assert parse(dapo.DAPOTrainConfig, ["--dapo.spread-tol", "0.5", *no], default=dapo.defaults()).dapo.spread_tol == 0.5
+    judge = parse(gcd.GCDTrainConfig, ["--gcd.judge-loss.eps-low", "0.1", "--gcd.judge-loss.eps-high=0.3",
+                                       "--gcd.judge-loss.beta", "0.05", "--gcd.judge-loss.aggregation", "token-mean",
+                                       *no]).gcd.judge_loss
     assert (judge.eps_low, judge.eps_high, judge.beta, judge.aggregation) == (0.1, 0.3, 0.05, "token-mean")
-    assert build(gcd.GCDTrainConfig, gcd={"judge_beta": 0.2}).gcd.judge_loss.beta == 0.2
-    got = parse(ppo.PPOTrainConfig, ["--ppo.gamma", "0.9", "--ppo.lam=0.8", *no], default=ppo.defaults()).ppo
+    assert build(gcd.GCDTrainConfig, gcd={"judge_loss": {"beta": 0.2}}).gcd.judge_loss.beta == 0.2
+    with pytest.raises(TypeError, match=r"judge_beta is now gcd.judge_loss.beta"):
+        build(gcd.GCDTrainConfig, gcd={"judge_beta": 0.2})
+    got = parse(ppo.PPOTrainConfig, ["--ppo.gae-gamma", "0.9", "--ppo.gae-lambda=0.8", *no], default=ppo.defaults()).ppo
     assert (got.gae_gamma, got.gae_lambda) == (0.9, 0.8)
-    assert build(ppo.PPOTrainConfig, ppo={"lam": 0.7}).ppo.gae_lambda == 0.7
     with pytest.raises(TypeError, match=r"'tol' \(tol is now dapo.spread_tol\)"):
         build(dapo.DAPOTrainConfig, tol=0.5)  # the flat name is VSPO's: DAPO's former one fails naming the new
     with pytest.raises(SystemExit):
-        parse(gcd.GCDTrainConfig, ["--gcd.judge-eps-low", "1.2"])
+        parse(gcd.GCDTrainConfig, ["--gcd.judge-loss.eps-low", "1.2"])
     assert capsys.readouterr().err == "error: --gcd.judge-loss.eps-low must be in [0, 1), got 1.2\n"
 
 
@@ -77,7 +93,7 @@ def test_the_rollout_settings_are_the_runtimes_and_its_former_internal_knobs_are
 
 def test_the_cold_start_is_an_sft_config_filled_from_the_run():
     config = build(TrainConfig, seed=4, quiet=True, layout="window", window=1, max_prompt_tokens=900,
-                   output_dir="runs/x", cold_start_steps=20)
+                   output_dir="runs/x", cold_start={"num_steps": 20})
     assert type(config.cold_start) is SFTConfig
     run = config.cold_start_config()
     assert isinstance(run, SFTRunConfig) and run.env is config.env and run.model is config.model

@@ -204,7 +204,7 @@ def test_one_step_on_two_ranks_is_the_one_process_step(tmp_path, tiny_path):
 def _grpo_flags(output_dir, **kw):
     flags = {"preset": "none", "env-kwargs": TOOLQA_SMALL, "num-steps": 3, "num-groups": 2, "group-size": 2,
              "max-new-tokens": 8, "micro-batch-size": 3, "beta": 0.01, "temperature": 0.0, "save-every": 1, "seed": 3,
-             "cold-start-steps": 0, "eval-episodes": 0, "device": "cpu", "output-dir": str(output_dir), **kw}
+             "cold-start.num-steps": 0, "eval-episodes": 0, "device": "cpu", "output-dir": str(output_dir), **kw}
     return [a for k, v in flags.items() for a in (f"--{k}", str(v))] + ["--no-progress", "--quiet", "--resume"]
 
 

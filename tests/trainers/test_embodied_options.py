@@ -53,7 +53,7 @@ def test_a_checkpoint_trained_with_the_options_is_evaluated_and_boarded_with_the
     # the ToolQA-text tiny model: a tokenizer built on ALFWorld text would replay 64 expert games first
     train(build(TrainConfig, model=tiny_path, env_id="ALFWorld-v0", env_kwargs=json.dumps(kwargs), split="train_all",
                 layout="window",
-                num_steps=1, num_groups=1, group_size=2, max_new_tokens=6, cold_start_steps=0, eval_episodes=0,
+                num_steps=1, num_groups=1, group_size=2, max_new_tokens=6, cold_start={"num_steps": 0}, eval_episodes=0,
                 progress=False, quiet=True, tensorboard=False, output_dir=str(tmp_path / "run")))
     ckpt = str(tmp_path / "run" / "checkpoints" / "step_1")
     # the games live outside the checkpoint: a path the record may not choose, so the user names it

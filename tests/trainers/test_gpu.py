@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.gpu,
 
 
 def test_grpo_runs_in_bf16_with_gradient_checkpointing(tmp_path):
-    history = grpo.main(build(TrainConfig, cold_start_steps=0, eval_episodes=0, env_kwargs=TOOLQA_SMALL, num_steps=2,
+    history = grpo.main(build(TrainConfig, cold_start={"num_steps": 0}, eval_episodes=0, env_kwargs=TOOLQA_SMALL, num_steps=2,
                                   num_groups=2, group_size=4, max_new_tokens=16, device="cuda", bf16=True,
                                   gradient_checkpointing=True,
                                   output_dir=str(tmp_path), progress=False, quiet=True, tensorboard=False)).history

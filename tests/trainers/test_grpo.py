@@ -84,7 +84,7 @@ def test_a_checkpoint_error_ends_a_trainer_script_with_one_line(tmp_path):
     (tmp_path / "run" / "checkpoints" / "latest").write_text("step_1")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out = subprocess.run([sys.executable, os.path.join(root, "trainers", "grpo.py"), "--model", "tiny",
-                          "--output-dir", str(tmp_path / "run"), "--resume", "--cold-start-steps", "0",
+                          "--output-dir", str(tmp_path / "run"), "--resume", "--cold-start.num-steps", "0",
                           "--eval-episodes", "0", "--no-progress"],
                          capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": root})
     assert out.returncode != 0 and "Traceback" not in out.stderr

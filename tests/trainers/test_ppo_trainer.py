@@ -31,15 +31,15 @@ def rows(path):
 
 def test_group_size_one_is_allowed_for_ppo_and_refused_for_group_advantages():
     assert ppo.defaults().rollout.group_size == 1
-    build(ppo.PPOTrainConfig, group_size=1, model="tiny", cold_start_steps=0).validate()
+    build(ppo.PPOTrainConfig, group_size=1, model="tiny", cold_start={"num_steps": 0}).validate()
     with pytest.raises(ConfigError, match="--group-size must be >= 2"):
-        build(TrainConfig, group_size=1, model="tiny", cold_start_steps=0).validate()
+        build(TrainConfig, group_size=1, model="tiny", cold_start={"num_steps": 0}).validate()
 
 
 def test_ppo_under_fsdp_is_refused_when_the_flags_are_parsed(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     with pytest.raises(ConfigError, match="--fsdp does not shard the value head"):
-        build(ppo.PPOTrainConfig, fsdp=True, model="tiny", cold_start_steps=0).validate()
+        build(ppo.PPOTrainConfig, fsdp=True, model="tiny", cold_start={"num_steps": 0}).validate()
 
 
 @pytest.mark.slow

@@ -72,7 +72,7 @@ def test_eval_cli_plays_with_the_env_kwargs_the_checkpoint_was_trained_with(tmp_
     from agentgym.train.loop import train
 
     train(build(TrainConfig, env_kwargs='{"question_kinds": ["single_hop"], "max_turns": 1}', num_steps=1,
-                num_groups=1, group_size=2, max_new_tokens=4, cold_start_steps=0, eval_episodes=0, progress=False,
+                num_groups=1, group_size=2, max_new_tokens=4, cold_start={"num_steps": 0}, eval_episodes=0, progress=False,
                 quiet=True, tensorboard=False, output_dir=str(tmp_path)))
     ckpt = str(tmp_path / "checkpoints" / "step_1")
     # --env-kwargs merged over the tiny preset of the default model, as recorded in the checkpoint

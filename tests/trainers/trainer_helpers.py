@@ -13,6 +13,6 @@ def small_config(tmp_path, cls=TrainConfig, **kw):
     base = dict(model="tiny", preset="none", env_kwargs=TOOLQA_SMALL, num_steps=4, num_groups=2, group_size=2,
                 max_new_tokens=12, micro_batch_size=3, num_epochs=2, num_minibatches=2, beta=0.01,
                 output_dir=str(tmp_path / "run"), save_every=2, progress=False, quiet=True, tensorboard=True, seed=3,
-                cold_start_steps=0, eval_episodes=0)
+                cold_start={"num_steps": 0}, eval_episodes=0)
     base.update(kw)
     return build(cls, **base)

@@ -70,7 +70,7 @@ def test_the_trainer_trains_on_cluster_workers(cluster, tmp_path):
     out = subprocess.run(
         [sys.executable, "trainers/grpo.py", "--backend", "ray", "--ray-address", cluster, "--env-num-cpus", "0.25",
          "--env-kwargs", '{"question_kinds": ["single_hop"], "max_turns": 2}', "--num-steps", "1", "--num-groups", "2",
-         "--group-size", "2", "--max-new-tokens", "8", "--cold-start-steps", "0", "--eval-episodes", "0",
+         "--group-size", "2", "--max-new-tokens", "8", "--cold-start.num-steps", "0", "--eval-episodes", "0",
          "--output-dir", str(tmp_path / "run"), "--no-progress", "--no-tensorboard"],
         capture_output=True, text=True, timeout=600, cwd=ROOT, env=ENV)
     assert out.returncode == 0, out.stderr[-3000:]

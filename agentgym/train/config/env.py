@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import gymnasium as gym
 
-import agentgym.envs  # noqa: F401  registers the envs  # noqa: F401  registers the envs
+import agentgym.envs  # noqa: F401  registers the envs
 from agentgym.train.base.errors import ConfigError, at_least, finite
 from agentgym.train.config.env_check import check_env
 from agentgym.train.config.presets import check_preset, describe, parse_env_kwargs, resolve_env_kwargs
@@ -53,8 +53,8 @@ class EnvConfig:
     """JSON object of env keyword arguments, merged over the preset key by key (a `null` value removes a key)"""
     split: str = "train"
     """env split to train on (sent as a reset option)"""
-    backend: Literal["sync", "process", "ray", "list"] = "sync"
-    """make_vec backend (`list`: the former name of `sync`)"""
+    backend: Literal["sync", "process", "ray"] = "sync"
+    """make_vec backend"""
     ray_address: str | None = None
     """`--backend ray`: the Ray cluster to join (`auto`, `HOST:6379`, `ray://HOST:10001`; default: start a local Ray)"""
     env_num_cpus: float = 0.0
@@ -134,7 +134,7 @@ class EnvConfig:
             return RayOptions(envs_per_worker=self.envs_per_worker,
                               actor_options={"num_cpus": self.env_num_cpus, **spread},
                               init_kwargs={"address": self.ray_address} if self.ray_address else {})
-        return SyncOptions()  # "list" included: plain envs in this process are what sync runs
+        return SyncOptions()
 
     def check_env(self, model: str | None, eval_splits: Sequence[str] = ()) -> None:
         """Make the env once with the kwargs of a run of ``model`` and check that ``split`` (and

@@ -24,7 +24,7 @@ from agentgym.train.rollout.chat import ChatEncoder, check_layout, window_prompt
 from agentgym.train.rollout.envs import EnvBatch, StepResult
 
 # the trainers' rollout settings, which this module consumes as they are; importable from here too
-from agentgym.train.rollout.settings import ROLLOUT_MODES, RolloutConfig  # noqa: F401
+from agentgym.train.rollout.settings import RolloutConfig
 
 
 @dataclass(frozen=True)

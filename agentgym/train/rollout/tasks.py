@@ -71,7 +71,7 @@ class TaskStream:
         self.pool = None if task_ids is None else [t for t in task_ids if t not in self.excluded]
         if self.pool is not None and not self.pool:
             raise ValueError(f"every one of the {len(task_ids)} training tasks is a cold-start task: nothing is left "
-                             "for RL; lower --cold-start-episodes")
+                             "for RL; lower --cold-start.num-episodes")
         self._order = lru_cache(maxsize=2)(self._epoch_order)
 
     def _epoch_order(self, epoch: int) -> np.ndarray:
