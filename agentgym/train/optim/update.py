@@ -13,6 +13,7 @@ across ranks before clipping; with ``--fsdp`` the reduce-scatter of every backwa
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -257,6 +258,44 @@ def _stack(rows: Sequence[torch.Tensor], width: int, device) -> torch.Tensor:
     return out
 
 
+@dataclass(frozen=True)
+class UpdatePlan:
+    """One :func:`train_step`'s batch, worked out before its first forward pass: its micro-batches
+    and, per sample kind, the loss settings, weight and normalizer (over every rank's samples), and
+    the extensions' loss terms with their item counts; plus what every forward pass reads."""
+
+    samples: Sequence[Sample]
+    micro_batches: list[list[int]]
+    """indices into ``samples``, each micro-batch of one kind (:func:`_micro_batches`)"""
+    padding: int
+    """FSDP: the empty forward and backward passes that follow this rank's own, so that it runs as
+    many as the busiest rank (0 otherwise)"""
+    weights: dict[str, float]
+    """each kind's loss weight (``policy``: 1.0 unless set)"""
+    configs: dict[str, LossConfig]
+    """each kind's loss settings"""
+    normalizers: dict[str, float]
+    """per kind of the (global) batch, what its loss is divided by (:func:`_normalizers`)"""
+    episode_weights: list[float]
+    """per sample, its episode-mean weight"""
+    loss_terms: Sequence[TrainerExtension]
+    term_items: list[list[int]]
+    """per loss term, per sample, its loss items"""
+    term_totals: list[float]
+    """per loss term, the (global) batch's loss items: what its extra loss is divided by"""
+    device: torch.device
+    pad_id: int
+    temperature: float
+    bf16: bool
+    old_logprobs: Sequence[torch.Tensor] | None
+    ref_logprobs: Sequence[torch.Tensor] | None
+
+    def terms_in(self, idx: Sequence[int]) -> list[tuple[TrainerExtension, float]]:
+        """The loss terms with an item in the micro-batch ``idx``, each with its batch's item count."""
+        return [(term, total) for term, per_sample, total in zip(self.loss_terms, self.term_items, self.term_totals)
+                if any(per_sample[i] for i in idx)]
+
+
 def train_step(
     model,
     optimizer,
@@ -288,76 +327,124 @@ def train_step(
     the step and the returned metrics are those of all ranks' samples as one batch.
     """
     dist = dist or Dist()
+    plan = _plan_update(model, samples, cfg, dist, micro_batch_size=micro_batch_size, loss_weights=loss_weights,
+                        loss_configs=loss_configs, loss_terms=loss_terms, pad_id=pad_id, temperature=temperature,
+                        bf16=bf16, old_logprobs=old_logprobs, ref_logprobs=ref_logprobs)
+    model.train()
+    optimizer.zero_grad(set_to_none=True)
+    sums: dict[str, float] = {}
+    term_sums: dict[str, float] = {}
+    for idx in plan.micro_batches:
+        _micro_batch_backward(model, plan, idx, sums, term_sums)
+    for _ in range(plan.padding):
+        _empty_backward(model, plan)
+    grad_norm = _optimizer_step(model, optimizer, dist, max_grad_norm)
+    if dist.active:
+        sums, term_sums = _global_sums(plan, dist, sums, term_sums)
+    return _step_metrics(plan, grad_norm, sums, term_sums)
+
+
+def _plan_update(model, samples: Sequence[Sample], cfg: LossConfig, dist: Dist, *, micro_batch_size: int,
+                 loss_weights: Mapping[str, float] | None, loss_configs: Mapping[str, LossConfig] | None,
+                 loss_terms: Sequence[TrainerExtension], pad_id: int, temperature: float, bf16: bool,
+                 old_logprobs: Sequence[torch.Tensor] | None, ref_logprobs: Sequence[torch.Tensor] | None
+                 ) -> UpdatePlan:
+    """:func:`train_step`'s :class:`UpdatePlan`; data-parallel, the counts are all-reduced here."""
     if not samples and not dist.active:
         raise ValueError("train_step needs at least one sample")
     weights = {"policy": 1.0, **(loss_weights or {})}
     unknown = {s.kind for s in samples} - set(weights)
     if unknown:
         raise ValueError(f"no loss weight for sample kinds {sorted(unknown)}")
-    device = next(model.parameters()).device
     configs = {kind: (loss_configs or {}).get(kind, cfg) for kind in weights}
     normalizers, episode_weights = _normalizers(samples, configs)
     # each extension's loss items per sample, and in the whole batch (every rank's)
     items = [[term.loss_items(s) for s in samples] for term in loss_terms]
     term_totals = [float(sum(per_sample)) for per_sample in items]
     if dist.active:
-        # the global batch's loss tokens (or sequences) per kind, and which kinds any rank has
-        kinds = sorted(weights)
-        present = [float(any(s.kind == k for s in samples)) for k in kinds]
-        totals = dist.sum_floats([normalizers.get(k, 0.0) for k in kinds] + present + term_totals)
-        normalizers = {k: totals[j] for j, k in enumerate(kinds) if totals[len(kinds) + j] > 0}
-        term_totals = totals[2 * len(kinds):]
-    params = [p for group in optimizer.param_groups for p in group["params"]]
-    model.train()
-    optimizer.zero_grad(set_to_none=True)
-    sums: dict[str, float] = {}
-    term_sums: dict[str, float] = {}
+        normalizers, term_totals = _global_counts(dist, samples, sorted(weights), normalizers, term_totals)
     batches = _micro_batches(samples, micro_batch_size)
     # FSDP gathers weights and reduce-scatters gradients in every forward and backward, so every
     # rank runs as many as the busiest one (empty ones, with zero loss, after its own)
     padding = dist.max_int(len(batches)) - len(batches) if is_sharded(model) else 0
-    for idx in batches:
-        kind = samples[idx[0]].kind
-        batch = pad_batch([samples[i] for i in idx], pad_id, device)
-        terms = [(term, total) for term, per_sample, total in zip(loss_terms, items, term_totals)
-                 if any(per_sample[i] for i in idx)]
-        # an extension's loss term sees every position's logprobs; the policy loss only the loss mask's
-        keep = batch["loss_mask"].bool()
-        with autocast_context(device, bf16):
-            lp, hidden = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], temperature,
-                                             hidden=any(term.needs_hidden_states for term, _ in terms),
-                                             keep=None if terms else keep)
-        width = lp.shape[1]
-        old = lp.detach() if old_logprobs is None else _stack([old_logprobs[i] for i in idx], width, device)
-        ref = _stack([ref_logprobs[i] for i in idx], width, device) if ref_logprobs is not None else None
-        # the loss reads the three only under the mask; elsewhere each may hold 0 (not computed), and
-        # exp(0 - logprob) overflows there and inf * 0 would poison the masked sums
-        loss, stats = policy_loss(*(t.masked_fill(~keep, 0.0) for t in (lp, old)), batch["advantages"],
-                                  batch["loss_mask"], configs[kind],
-                                  ref_logprobs=ref.masked_fill(~keep, 0.0) if ref is not None else None,
-                                  normalizer=normalizers[kind],
-                                  sample_weights=torch.tensor([episode_weights[i] for i in idx], device=device)
-                                  if configs[kind].aggregation == "episode-mean" else None)
-        total = weights[kind] * loss
-        for term, count in terms:
+    return UpdatePlan(samples, batches, padding, weights, configs, normalizers, episode_weights, loss_terms,
+                      items, term_totals, next(model.parameters()).device, pad_id, temperature, bf16,
+                      old_logprobs, ref_logprobs)
 
-            with autocast_context(device, bf16):
-                extra = term.extra_loss(MicroBatch(kind, [samples[i] for i in idx], batch["input_ids"],
-                                                   batch["attention_mask"], lp, hidden))
-            if extra is not None:
-                value, term_metrics = extra
-                total = total + value.float() / count
-                for key, v in term_metrics.items():
-                    term_sums[key] = term_sums.get(key, 0.0) + float(v) / count
-        total.backward()
-        for key, value in stats.items():
-            sums[f"{kind}/{key}"] = sums.get(f"{kind}/{key}", 0.0) + value
-        sums[f"{kind}/loss"] = sums.get(f"{kind}/loss", 0.0) + float(loss.detach())
-    for _ in range(padding):
-        ids = torch.full((1, 2), pad_id, dtype=torch.long, device=device)
-        with autocast_context(device, bf16):
-            lp = token_logprobs(model, ids, torch.ones_like(ids), temperature)
-        (lp.sum() * 0.0).backward()
+
+def _global_counts(dist: Dist, samples: Sequence[Sample], kinds: list[str], normalizers: dict[str, float],
+                   term_totals: list[float]) -> tuple[dict[str, float], list[float]]:
+    """The global batch's loss tokens (or sequences) per kind any rank has, and its loss items per
+    extension: one all-reduce of this rank's counts."""
+    present = [float(any(s.kind == k for s in samples)) for k in kinds]
+    totals = dist.sum_floats([normalizers.get(k, 0.0) for k in kinds] + present + term_totals)
+    return ({k: totals[j] for j, k in enumerate(kinds) if totals[len(kinds) + j] > 0},
+            totals[2 * len(kinds):])
+
+
+def _micro_batch_backward(model, plan: UpdatePlan, idx: list[int], sums: dict[str, float],
+                          term_sums: dict[str, float]) -> None:
+    """One micro-batch: its forward pass, its kind's weighted policy loss plus the extensions' loss
+    terms, and their backward pass (the gradient accumulates). Adds the loss's stats to ``sums``
+    and the terms' metrics (divided by their item counts) to ``term_sums``."""
+    kind = plan.samples[idx[0]].kind
+    batch = pad_batch([plan.samples[i] for i in idx], plan.pad_id, plan.device)
+    terms = plan.terms_in(idx)
+    # an extension's loss term sees every position's logprobs; the policy loss only the loss mask's
+    keep = batch["loss_mask"].bool()
+    with autocast_context(plan.device, plan.bf16):
+        lp, hidden = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], plan.temperature,
+                                         hidden=any(term.needs_hidden_states for term, _ in terms),
+                                         keep=None if terms else keep)
+    loss, stats = _micro_batch_policy_loss(plan, kind, idx, batch, lp, keep)
+    total = plan.weights[kind] * loss
+    for term, count in terms:
+        with autocast_context(plan.device, plan.bf16):
+            extra = term.extra_loss(MicroBatch(kind, [plan.samples[i] for i in idx], batch["input_ids"],
+                                               batch["attention_mask"], lp, hidden))
+        if extra is not None:
+            value, term_metrics = extra
+            total = total + value.float() / count
+            for key, v in term_metrics.items():
+                term_sums[key] = term_sums.get(key, 0.0) + float(v) / count
+    total.backward()
+    for key, value in stats.items():
+        sums[f"{kind}/{key}"] = sums.get(f"{kind}/{key}", 0.0) + value
+    sums[f"{kind}/loss"] = sums.get(f"{kind}/loss", 0.0) + float(loss.detach())
+
+
+def _micro_batch_policy_loss(plan: UpdatePlan, kind: str, idx: list[int], batch: dict[str, torch.Tensor],
+                             lp: torch.Tensor, keep: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
+    """:func:`~agentgym.train.optim.loss.policy_loss` of one micro-batch of ``kind``, normalized
+    over the whole batch, so the micro-batches' losses add up to the batch's."""
+    width = lp.shape[1]
+    old = lp.detach() if plan.old_logprobs is None else _stack([plan.old_logprobs[i] for i in idx], width,
+                                                               plan.device)
+    ref = _stack([plan.ref_logprobs[i] for i in idx], width, plan.device) if plan.ref_logprobs is not None else None
+    episode_mean = plan.configs[kind].aggregation == "episode-mean"
+    # the loss reads the three only under the mask; elsewhere each may hold 0 (not computed), and
+    # exp(0 - logprob) overflows there and inf * 0 would poison the masked sums
+    return policy_loss(*(t.masked_fill(~keep, 0.0) for t in (lp, old)), batch["advantages"],
+                       batch["loss_mask"], plan.configs[kind],
+                       ref_logprobs=ref.masked_fill(~keep, 0.0) if ref is not None else None,
+                       normalizer=plan.normalizers[kind],
+                       sample_weights=torch.tensor([plan.episode_weights[i] for i in idx], device=plan.device)
+                       if episode_mean else None)
+
+
+def _empty_backward(model, plan: UpdatePlan) -> None:
+    """FSDP: a forward and backward pass with zero loss, so that this rank joins the collectives of
+    a busier rank's micro-batch."""
+    ids = torch.full((1, 2), plan.pad_id, dtype=torch.long, device=plan.device)
+    with autocast_context(plan.device, plan.bf16):
+        lp = token_logprobs(model, ids, torch.ones_like(ids), plan.temperature)
+    (lp.sum() * 0.0).backward()
+
+
+def _optimizer_step(model, optimizer, dist: Dist, max_grad_norm: float | None) -> float:
+    """Sum the gradients over ranks, clip them (all parameter groups together), step and zero them;
+    returns the gradient norm before clipping (nan without clipping)."""
+    params = [p for group in optimizer.param_groups for p in group["params"]]
     if not is_sharded(model):
         # Not DistributedDataParallel: ranks run different numbers of micro-batches (episodes differ
         # in length, extensions add or drop samples, a rank may have none), and DDP's per-backward
@@ -370,14 +457,26 @@ def train_step(
         grad_norm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    if dist.active:
-        keys = [f"{kind}/{key}" for kind in sorted(weights) for key in STAT_KEYS]
-        sums = dict(zip(keys, dist.sum_floats([sums.get(k, 0.0) for k in keys])))
-        if loss_terms:  # a rank whose samples held no item has no key: name them all, in one order
-            names = sorted({k for part in dist.all_gather(sorted(term_sums)) for k in part})
-            term_sums = dict(zip(names, dist.sum_floats([term_sums.get(k, 0.0) for k in names])))
+    return grad_norm
+
+
+def _global_sums(plan: UpdatePlan, dist: Dist, sums: dict[str, float], term_sums: dict[str, float]
+                 ) -> tuple[dict[str, float], dict[str, float]]:
+    """The loss stats and the extensions' metrics summed over ranks."""
+    keys = [f"{kind}/{key}" for kind in sorted(plan.weights) for key in STAT_KEYS]
+    sums = dict(zip(keys, dist.sum_floats([sums.get(k, 0.0) for k in keys])))
+    if plan.loss_terms:  # a rank whose samples held no item has no key: name them all, in one order
+        names = sorted({k for part in dist.all_gather(sorted(term_sums)) for k in part})
+        term_sums = dict(zip(names, dist.sum_floats([term_sums.get(k, 0.0) for k in names])))
+    return sums, term_sums
+
+
+def _step_metrics(plan: UpdatePlan, grad_norm: float, sums: dict[str, float], term_sums: dict[str, float]
+                  ) -> dict[str, float]:
+    """:func:`train_step`'s metrics: the gradient norm, each kind's loss and mean pg term per loss
+    token, the policy's KL, clip fraction and mean ratio, and the extensions' metrics."""
     metrics = {"grad_norm": grad_norm}
-    for kind in normalizers:
+    for kind in plan.normalizers:
         tokens = max(sums.get(f"{kind}/tokens", 0.0), 1.0)
         prefix = "loss/policy" if kind == "policy" else f"loss/{kind}"
         metrics[prefix] = sums.get(f"{kind}/loss", 0.0)
