@@ -72,47 +72,74 @@ def policy_loss(
     if advantages.dim() == 1:
         advantages = advantages.unsqueeze(1)
     advantages = advantages.to(logprobs.dtype)
-    ratio = torch.exp(logprobs - old_logprobs)
-    if cfg.loss_type == "cispo":
-        # the weight is a constant: a token far off-policy is down-weighted, never cut from the gradient
-        weight = torch.clamp(ratio, 1 - cfg.eps_low, 1 + cfg.eps_high).detach()
-        per_token = -weight * advantages * logprobs
-    else:
-        unclipped = ratio * advantages
-        clipped = torch.clamp(ratio, 1 - cfg.eps_low, 1 + cfg.eps_high) * advantages
-        per_token = -torch.minimum(unclipped, clipped)
-    pg_per_token = per_token
-    kl = None
+    ratio = torch.exp(logprobs - old_logprobs)  # r = exp(logp - logp_old)
+    pg_per_token = _pg_per_token(logprobs, ratio, advantages, cfg)
+    per_token, kl = pg_per_token, None
     if cfg.beta > 0:
+        # l_t = pg_t + beta * kl_t
         if ref_logprobs is None:
             raise ValueError("beta > 0 needs ref_logprobs")
         kl = k3_kl(logprobs, ref_logprobs)
         per_token = per_token + cfg.beta * kl
+    loss = _aggregate(per_token, mask, cfg.aggregation, normalizer, sample_weights)
+    return loss, _stats(ratio, advantages, mask, pg_per_token, kl, cfg)
+
+
+def _pg_per_token(logprobs: torch.Tensor, ratio: torch.Tensor, advantages: torch.Tensor,
+                  cfg: LossConfig) -> torch.Tensor:
+    """The policy-gradient term pg_t of every token, for ``cfg.loss_type``:
+
+        PPO-clip:  pg_t = -min(r * A, clip(r, 1 - eps_low, 1 + eps_high) * A)
+        CISPO:     pg_t = -sg(clip(r, 1 - eps_low, 1 + eps_high)) * A * logp
+    """
+    if cfg.loss_type == "cispo":
+        # the weight is a constant: a token far off-policy is down-weighted, never cut from the gradient
+        weight = torch.clamp(ratio, 1 - cfg.eps_low, 1 + cfg.eps_high).detach()
+        return -weight * advantages * logprobs
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1 - cfg.eps_low, 1 + cfg.eps_high) * advantages
+    return -torch.minimum(unclipped, clipped)
+
+
+def _aggregate(per_token: torch.Tensor, mask: torch.Tensor, aggregation: str, normalizer: float | None,
+               sample_weights: torch.Tensor | None) -> torch.Tensor:
+    """The loss from the per-token l_t under ``mask`` (N: ``normalizer``, else this call's count):
+
+        token-mean:    sum_seq sum_t l_t / N_tokens
+        seq-mean:      sum_seq (sum_t l_t / tokens_seq) / N_sequences
+        episode-mean:  sum_seq (sum_t l_t * sample_weight_seq) / N_episodes
+                       (sample_weight_seq: 1 / the tokens of its episode; without sample_weights, as seq-mean)
+    """
     tokens_per_seq = mask.sum(dim=1)
-    if cfg.aggregation == "token-mean":
+    if aggregation == "token-mean":
         denom = float(normalizer) if normalizer is not None else tokens_per_seq.sum().clamp(min=1).item()
-        loss = (per_token * mask).sum() / max(denom, 1e-8)
+        return (per_token * mask).sum() / max(denom, 1e-8)
+    denom = float(normalizer) if normalizer is not None else float(len(mask))
+    per_seq = (per_token * mask).sum(dim=1)
+    if aggregation == "episode-mean" and sample_weights is not None:
+        per_seq = per_seq * sample_weights.to(per_seq.dtype)
     else:
-        denom = float(normalizer) if normalizer is not None else float(len(mask))
-        per_seq = (per_token * mask).sum(dim=1)
-        if cfg.aggregation == "episode-mean" and sample_weights is not None:
-            per_seq = per_seq * sample_weights.to(per_seq.dtype)
-        else:
-            per_seq = per_seq / tokens_per_seq.clamp(min=1)
-        loss = per_seq.sum() / max(denom, 1e-8)
-    with torch.no_grad():
-        n = mask.sum()
-        if cfg.loss_type == "cispo":
-            # CISPO clips the weight whatever the sign of A
-            is_clipped = (ratio < 1 - cfg.eps_low) | (ratio > 1 + cfg.eps_high)
-        else:
-            is_clipped = (((ratio < 1 - cfg.eps_low) & (advantages < 0))
-                          | ((ratio > 1 + cfg.eps_high) & (advantages > 0)))
-        stats = {
-            "tokens": float(n),
-            "pg_sum": float((pg_per_token * mask).sum()),
-            "kl_sum": float((kl * mask).sum()) if kl is not None else 0.0,
-            "clipped_sum": float((is_clipped.to(mask.dtype) * mask).sum()),
-            "ratio_sum": float((ratio * mask).sum()),
-        }
-    return loss, stats
+        per_seq = per_seq / tokens_per_seq.clamp(min=1)
+    return per_seq.sum() / max(denom, 1e-8)
+
+
+@torch.no_grad()
+def _stats(ratio: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, pg_per_token: torch.Tensor,
+           kl: torch.Tensor | None, cfg: LossConfig) -> dict[str, float]:
+    """Sums under ``mask``: loss tokens, pg_t, kl_t, clipped tokens and the ratio r. A token is
+    clipped, under PPO-clip, where r < 1 - eps_low with A < 0 or r > 1 + eps_high with A > 0 (the
+    clip takes its gradient away); under CISPO wherever r is outside [1 - eps_low, 1 + eps_high]."""
+    n = mask.sum()
+    if cfg.loss_type == "cispo":
+        # CISPO clips the weight whatever the sign of A
+        is_clipped = (ratio < 1 - cfg.eps_low) | (ratio > 1 + cfg.eps_high)
+    else:
+        is_clipped = (((ratio < 1 - cfg.eps_low) & (advantages < 0))
+                      | ((ratio > 1 + cfg.eps_high) & (advantages > 0)))
+    return {
+        "tokens": float(n),
+        "pg_sum": float((pg_per_token * mask).sum()),
+        "kl_sum": float((kl * mask).sum()) if kl is not None else 0.0,
+        "clipped_sum": float((is_clipped.to(mask.dtype) * mask).sum()),
+        "ratio_sum": float((ratio * mask).sum()),
+    }
