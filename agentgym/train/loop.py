@@ -91,74 +91,35 @@ def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=N
 def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerExtension = (),
           name: str = "grpo") -> TrainResult:
     """Train ``config.model`` on ``config.env`` with GRPO and the given extensions."""
-    from tqdm.auto import tqdm
-
-
     # ----- setup (and the checkpoint's state, with --resume) -----
     run, state = set_up(config, extensions, name)
-    r, o, ext, dist, every = config.rollout, config.optim, run.extensions, run.dist, config.eval.eval_every
-    evaluating = config.eval.eval_episodes > 0
     result = TrainResult(output_dir=config.run.output_dir, evaluation=state.evaluation)
     rollouts = None
     try:
-        if evaluating and "before" not in state.evaluation:
-            state.evaluation["before"] = _held_out(run)
-            state.add_curve_point(state.evaluation["before"], step=0)
-        end = state.step if state.budget_spent(config.run.max_episodes) else config.run.num_steps
-        if end > state.step:
-            state.evaluation.pop("after", None)  # a shorter run's end-of-run evaluation, now out of date
+        _evaluate_before(run, state)
+        end = _last_step(run, state)
         origin = time.perf_counter()
         # --async-steps K: a rollout thread plays up to K steps ahead (agentgym.train.run.pipeline)
         rollouts = make_rollouts(run, state, end)
-        bar = tqdm(range(state.step, end), initial=state.step, total=config.run.num_steps,
-                   disable=not (config.run.progress and dist.is_main), desc=name, dynamic_ncols=True)
+        bar = _progress_bar(run, state, end, name)
         for step in bar:
             t_step = time.perf_counter()
             # ----- rollout (played now, or ahead by the rollout thread) -----
             batch = rollouts.next(step)
-            episodes, ctx = batch.episodes, batch.ctx
 
             # ----- advantages -----
-            with rollouts.paused() if ext.generates_in_hooks else contextlib.nullcontext():
-                returns = np.array([ep.ret for ep in episodes])
-                advantages = per_turn(episodes, group_advantages(returns, [ep.group for ep in episodes],
-                                                                 normalize_std=o.std_normalize))
-                advantages = ext.transform_advantages(ctx, advantages, episodes)
-                samples = episode_samples(episodes, advantages, r.layout) + ext.extra_samples(ctx, episodes)
-            state.data_position = rollouts.hooks_done(batch)
+            advantages, samples = _advantages(run, state, rollouts, batch)
 
             # ----- update -----
-            rollouts.before_update()
-            t_update = time.perf_counter()
-            update_metrics = _update(run, samples, behaviour=rollouts.asynchronous)
-            update_time = rollouts.timeline.add("learner", "update", t_update)
-            update_metrics.update(rollouts.after_update(step + 1))
+            update_metrics, update_time = _learner_update(run, rollouts, samples, step)
 
             # ----- log -----
             metrics = _step_metrics(run, state, batch, advantages, update_time, t_step)
             metrics.update(update_metrics)
             metrics.update(rollouts.metrics(batch))
-            state.step, state.episodes = step + 1, state.episodes + int(metrics["episodes/played"])
-            state.seconds += metrics["time/step"]
-            metrics["episodes/total"] = state.episodes
-            done = state.step == config.run.num_steps or state.budget_spent(config.run.max_episodes)
-            if evaluating and (done or every > 0 and state.step % every == 0):
-                # the end-of-run evaluation comes before the last checkpoint, so that checkpoint's
-                # curve ends at its own step when a later run resumes from it
-                with rollouts.paused():
-                    res = _held_out(run)
-                if done:
-                    state.evaluation["after"] = res
-                point = state.add_curve_point(res)
-                if every > 0:
-                    metrics.update({f"eval/{k}": v for k, v in point.items() if k.endswith(("success", "return"))})
-            if config.env.prs_schedule == "threshold":
-                run.schedule.update(metrics["prs/pass_rate"])
-            if run.logger is not None:
-                run.logger.log(state.step, metrics)
-            result.history.append({"step": state.step, **metrics})
-            if not config.run.quiet and dist.is_main:
-                bar.write(summary_line(state.step, metrics))
+            done = _count_step(run, state, step, metrics)
+            _evaluate_during(run, state, rollouts, metrics, done)
+            _log(run, state, result, bar, metrics)
 
             # ----- checkpoint -----
             if done or (config.run.save_every > 0 and state.step % config.run.save_every == 0):
@@ -170,7 +131,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
         bar.close()
         rollouts.close()
         result.timeline = rollouts.timeline.as_dicts(origin)
-        if evaluating:
+        if config.eval.eval_episodes > 0:
             _evaluate_after(run, state)
     finally:
         if rollouts is not None:
@@ -178,6 +139,95 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
         run.close()
     result.curve = state.curve
     return result
+
+
+def _evaluate_before(run: RunSetup, state: RunState) -> None:
+    """The held-out evaluation before training (once per run: a resumed run has it already)."""
+    if run.config.eval.eval_episodes > 0 and "before" not in state.evaluation:
+        state.evaluation["before"] = _held_out(run)
+        state.add_curve_point(state.evaluation["before"], step=0)
+
+
+def _last_step(run: RunSetup, state: RunState) -> int:
+    """The step the loop stops after: ``--num-steps``, or where it is now if ``--max-episodes`` is
+    spent. A run with steps to go drops a shorter run's end-of-run evaluation, now out of date."""
+    config = run.config
+    end = state.step if state.budget_spent(config.run.max_episodes) else config.run.num_steps
+    if end > state.step:
+        state.evaluation.pop("after", None)
+    return end
+
+
+def _progress_bar(run: RunSetup, state: RunState, end: int, name: str):
+    """The steps from the current one to ``end``, as a progress bar on the main rank."""
+    from tqdm.auto import tqdm
+
+    return tqdm(range(state.step, end), initial=state.step, total=run.config.run.num_steps,
+                disable=not (run.config.run.progress and run.dist.is_main), desc=name, dynamic_ncols=True)
+
+
+def _advantages(run: RunSetup, state: RunState, rollouts, batch) -> tuple[list[np.ndarray], list]:
+    """The batch's per-turn group advantages (after the extensions' rewrite) and its samples (the
+    extensions' own added); records how far the data stream's hooks have read."""
+    r, o, ext, episodes, ctx = run.config.rollout, run.config.optim, run.extensions, batch.episodes, batch.ctx
+    with rollouts.paused() if ext.generates_in_hooks else contextlib.nullcontext():
+        returns = np.array([ep.ret for ep in episodes])
+        advantages = per_turn(episodes, group_advantages(returns, [ep.group for ep in episodes],
+                                                         normalize_std=o.std_normalize))
+        advantages = ext.transform_advantages(ctx, advantages, episodes)
+        samples = episode_samples(episodes, advantages, r.layout) + ext.extra_samples(ctx, episodes)
+    state.data_position = rollouts.hooks_done(batch)
+    return advantages, samples
+
+
+def _learner_update(run: RunSetup, rollouts, samples, step: int) -> tuple[dict[str, float], float]:
+    """The update on the step's samples, between the rollouts' hooks around it; its metrics and
+    how long it took."""
+    rollouts.before_update()
+    t_update = time.perf_counter()
+    update_metrics = _update(run, samples, behaviour=rollouts.asynchronous)
+    update_time = rollouts.timeline.add("learner", "update", t_update)
+    update_metrics.update(rollouts.after_update(step + 1))
+    return update_metrics, update_time
+
+
+def _count_step(run: RunSetup, state: RunState, step: int, metrics: dict) -> bool:
+    """Advance ``state`` past ``step`` (its episodes and seconds) and add ``episodes/total``;
+    whether the run is done (``--num-steps`` or ``--max-episodes`` reached)."""
+    config = run.config
+    state.step, state.episodes = step + 1, state.episodes + int(metrics["episodes/played"])
+    state.seconds += metrics["time/step"]
+    metrics["episodes/total"] = state.episodes
+    return state.step == config.run.num_steps or state.budget_spent(config.run.max_episodes)
+
+
+def _evaluate_during(run: RunSetup, state: RunState, rollouts, metrics: dict, done: bool) -> None:
+    """The held-out evaluation every ``--eval-every`` steps and at the end: a curve point, and in
+    the step's metrics with ``--eval-every``."""
+    every = run.config.eval.eval_every
+    if run.config.eval.eval_episodes > 0 and (done or every > 0 and state.step % every == 0):
+        # the end-of-run evaluation comes before the last checkpoint, so that checkpoint's
+        # curve ends at its own step when a later run resumes from it
+        with rollouts.paused():
+            res = _held_out(run)
+        if done:
+            state.evaluation["after"] = res
+        point = state.add_curve_point(res)
+        if every > 0:
+            metrics.update({f"eval/{k}": v for k, v in point.items() if k.endswith(("success", "return"))})
+
+
+def _log(run: RunSetup, state: RunState, result: TrainResult, bar, metrics: dict) -> None:
+    """The step's metrics to the PRS schedule (``--prs-schedule threshold``), the logger, the
+    result's history and the summary line."""
+    config = run.config
+    if config.env.prs_schedule == "threshold":
+        run.schedule.update(metrics["prs/pass_rate"])
+    if run.logger is not None:
+        run.logger.log(state.step, metrics)
+    result.history.append({"step": state.step, **metrics})
+    if not config.run.quiet and run.dist.is_main:
+        bar.write(summary_line(state.step, metrics))
 
 
 def _held_out(run: RunSetup) -> dict:
