@@ -12,13 +12,12 @@ trained on, and RL started from it leaves those tasks out of its task stream.
 from agentgym.train.coldstart.sft import run_sft
 from agentgym.train.config.cli import exit_on_config_error, parse
 from agentgym.train.config.tree import SFTRunConfig
-from agentgym.train.hooks import Extensions
 from agentgym.train.methods import GCD
 
 
 def main(config: SFTRunConfig) -> str:
     # --judge-samples: GCD's judge samples (critique and verdict) mixed into the expert data
-    return run_sft(config, Extensions([GCD()]) if config.sft.judge_samples else None)
+    return run_sft(config, [GCD()] if config.sft.judge_samples else [])
 
 
 if __name__ == "__main__":

@@ -82,27 +82,11 @@ def test_a_former_flag_fails_in_one_line_naming_the_current_one(argv, message, c
 def test_build_refuses_a_former_name_naming_the_current_one():
     with pytest.raises(TypeError, match=r"TrainConfig has no setting 'cold_start_steps' \(cold_start_steps is now "
                                         r"cold_start.num_steps\)"):
-        build(TrainConfig, cold_start={"num_steps": 3})
-    with pytest.raises(TypeError, match=r"judge_beta is now gcd.judge_loss.beta"):
-        _build_gcd(judge_beta=0.1)
+        build(TrainConfig, cold_start_steps=3)
     built = build(TrainConfig, cold_start={"num_steps": 3, "batch_size": 2})
     assert (built.cold_start.num_steps, built.cold_start.batch_size) == (3, 2)
     with pytest.raises(TypeError, match="TrainConfig has no setting 'steps'"):
         build(TrainConfig, steps=3)
-
-
-def _build_gcd(**values):
-    from dataclasses import dataclass, field
-    from typing import Annotated
-
-    from agentgym.train.base.flags import Grouped
-    from agentgym.train.methods import GCDConfig
-
-    @dataclass
-    class GCDTrainConfig(TrainConfig):
-        gcd: Annotated[GCDConfig, Grouped] = field(default_factory=GCDConfig)
-
-    return build(GCDTrainConfig, gcd=values)
 
 
 def test_help_leaves_out_the_settings_for_code_only(capsys):

@@ -20,6 +20,7 @@ import math
 import os
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +39,7 @@ from agentgym.train.base.models import load_model, load_tokenizer
 from agentgym.train.base.records import RECORD_FILE, is_complete, read_record
 from agentgym.train.base.threads import set_cpu_threads
 from agentgym.train.coldstart.expert import expert_episode
-from agentgym.train.hooks import Extensions
+from agentgym.train.hooks import Extensions, TrainerExtension
 from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.rollout.settings import LayoutConfig
 from agentgym.train.rollout.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
@@ -190,19 +191,15 @@ def _bar(iterable, enabled: bool, desc: str):
     return tqdm(iterable, desc=desc, disable=not enabled, dynamic_ncols=True, leave=False)
 
 
-def run_sft(cfg: SFTRunConfig, extensions: Extensions | None = None) -> str:
+def run_sft(cfg: SFTRunConfig, extensions: Sequence[TrainerExtension] = ()) -> str:
     """Train, save ``OUTPUT_DIR/final`` and return its path; ``extensions`` may add samples of their
     own to the expert data (GCD's judge samples, ``--judge-samples``)."""
-    extensions = extensions if extensions is not None else Extensions()
     import torch
-
-    from agentgym.train.optim.update import masked_next_token_logits, pad_batch, reply_and_prompt_logits
 
     # ----- setup -----
     cfg = resolved(cfg)
     run = cfg.run
-    prompt_weight = cfg.sft.prompt_loss_weight
-    if prompt_weight and cfg.sft.explore and cfg.chat.layout == "concat":
+    if cfg.sft.prompt_loss_weight and cfg.sft.explore and cfg.chat.layout == "concat":
         # a concat sequence holds the explored turns' random actions, which a prompt loss would teach
         raise ConfigError("--prompt-loss-weight with --explore needs --layout window: a concat sequence "
                           "holds the explored turns' random actions, which the prompt loss would train on")
@@ -210,7 +207,6 @@ def run_sft(cfg: SFTRunConfig, extensions: Extensions | None = None) -> str:
     device = resolve_device(cfg.model.device)
     if not device.startswith("cuda"):
         set_cpu_threads(cfg.model.cpu_threads)
-    bf16 = cfg.model.bf16 and device.startswith("cuda")
     seed_everything(run.seed)
     if not run.quiet:
         print(f"sft: env {cfg.env.describe(cfg.model.model)}", flush=True)
@@ -222,32 +218,9 @@ def run_sft(cfg: SFTRunConfig, extensions: Extensions | None = None) -> str:
         optimizer, lambda s: lr_factor(s, cfg.sft.num_steps, cfg.sft.warmup_steps, cfg.sft.lr_schedule))
     logger = MetricsLogger(run.output_dir, tensorboard=run.tensorboard)
 
-    # ----- expert data -----
-    samples, tasks, solved, chatty = expert_samples(cfg, ChatEncoder(tokenizer), run.progress and not run.quiet)
-    if not samples:
-        raise ValueError(f"the expert of {cfg.env.env_id} solved none of {len(tasks)} episodes; nothing to train on")
-    extra, note = extension_samples(cfg, ChatEncoder(tokenizer), extensions)
-    if cfg.sft.judge_samples > 0 and not extra:
-        raise ConfigError(f"--judge-samples {cfg.sft.judge_samples}: judge samples come from GCD's extension "
-                          "(trainers/gcd.py's cold start, or trainers/sft.py, which adds it), and this run has none")
-    samples += extra
-    if note and not run.quiet:
-        print(f"sft: {note}")
-    cap = cfg.chat.max_prompt_tokens
-    samples, too_long = within_prompt_cap(samples, cap)
-    if not samples:
-        raise ConfigError(f"every one of {len(too_long)} cold-start samples has a prompt longer than "
-                          f"--max-prompt-tokens {cap} (the shortest: {min(too_long)} tokens); shorten the env's "
-                          f"system prompt or observations, or raise --max-prompt-tokens")
-    if too_long and not run.quiet:
-        print(f"sft: {len(too_long)} samples left out, their prompt longer than --max-prompt-tokens {cap} "
-              f"(up to {max(too_long)} tokens)")
-    if not run.quiet:
-        print(f"sft: {solved}/{len(tasks)} expert episodes solved ({len(set(tasks))} distinct tasks)"
-              + (f", {chatty} of them with a chatty answer" if cfg.sft.chatty_answers > 0 else "")
-              + f", {len(samples)} samples, {sum(s.num_loss_tokens for s in samples)} assistant tokens")
-
-    # ----- train -----
+    # ----- data, then training -----
+    ext = extensions if isinstance(extensions, Extensions) else Extensions(list(extensions))
+    samples, tasks, solved, too_long = training_samples(cfg, tokenizer, ext)
     rng = np.random.default_rng(run.seed)
     order: list[int] = []
     model.train()
@@ -257,41 +230,13 @@ def run_sft(cfg: SFTRunConfig, extensions: Extensions | None = None) -> str:
         if len(order) < cfg.sft.batch_size:
             order += rng.permutation(len(samples)).tolist()
         batch, order = [samples[i] for i in order[:cfg.sft.batch_size]], order[cfg.sft.batch_size:]
-        n_tokens = sum(s.num_loss_tokens - s.loss_mask[0] for s in batch)
-        n_prompt = sum(len(s.input_ids) - 1 for s in batch) - n_tokens
-        optimizer.zero_grad(set_to_none=True)
-        total, correct, prompt_total = 0.0, 0.0, 0.0
-        for j in range(0, len(batch), cfg.sft.micro_batch_size):
-            b = pad_batch(batch[j:j + cfg.sft.micro_batch_size], tokenizer.pad_token_id, device)
-            with autocast_context(device, bf16):
-                if prompt_weight:
-                    (logits, targets), (p_logits, p_targets) = reply_and_prompt_logits(
-                        model, b["input_ids"], b["attention_mask"], b["loss_mask"])
-                else:
-                    logits, targets = masked_next_token_logits(model, b["input_ids"], b["attention_mask"],
-                                                               b["loss_mask"])
-            loss = torch.nn.functional.cross_entropy(logits, targets, reduction="sum") / max(n_tokens, 1)
-            total += float(loss.detach())
-            if prompt_weight:
-                # each side a mean over its own tokens, so the weight says how much reading counts
-                # against replying whatever the prompts' length
-                p_loss = torch.nn.functional.cross_entropy(p_logits, p_targets, reduction="sum") / max(n_prompt, 1)
-                prompt_total += float(p_loss.detach())
-                loss = loss + prompt_weight * p_loss
-            loss.backward()
-            correct += float((logits.argmax(-1) == targets).sum())
-        if cfg.sft.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.sft.max_grad_norm)
-        optimizer.step()
+        metrics = sft_step(cfg, model, optimizer, batch, tokenizer.pad_token_id, device)
         schedule.step()
-        metrics = {"loss/sft": total, "accuracy/token": correct / max(n_tokens, 1), "tokens/loss": n_tokens,
-                   "lr": schedule.get_last_lr()[0], "time/step": time.perf_counter() - t0}
-        if prompt_weight:
-            metrics["loss/prompt"] = prompt_total
+        metrics.update({"lr": schedule.get_last_lr()[0], "time/step": time.perf_counter() - t0})
         logger.log(step, metrics)
         if not run.quiet and (step % cfg.sft.log_every == 0 or step == cfg.sft.num_steps):
-            bar.write(f"sft step {step:4d}  loss {total:.4f}  token acc {metrics['accuracy/token']:.3f}  "
-                      + (f"prompt loss {prompt_total:.4f}  " if prompt_weight else "")
+            bar.write(f"sft step {step:4d}  loss {metrics['loss/sft']:.4f}  token acc {metrics['accuracy/token']:.3f}  "
+                      + (f"prompt loss {metrics['loss/prompt']:.4f}  " if "loss/prompt" in metrics else "")
                       + f"{metrics['time/step']:.2f}s")
     bar.close()
     logger.close()
@@ -300,6 +245,77 @@ def run_sft(cfg: SFTRunConfig, extensions: Extensions | None = None) -> str:
     if not run.quiet:
         print(f"sft: saved {final}")
     return final
+
+
+def training_samples(cfg: SFTRunConfig, tokenizer, extensions: Extensions):
+    """The cold start's data: expert samples, then the extensions' own, those whose prompt is longer
+    than ``--max-prompt-tokens`` left out. Returns ``(samples, expert tasks, solved, left-out prompt
+    lengths)``; says what it made unless ``--quiet``."""
+    quiet = cfg.run.quiet
+    samples, tasks, solved, chatty = expert_samples(cfg, ChatEncoder(tokenizer), cfg.run.progress and not quiet)
+    if not samples:
+        raise ValueError(f"the expert of {cfg.env.env_id} solved none of {len(tasks)} episodes; nothing to train on")
+    extra, note = extension_samples(cfg, ChatEncoder(tokenizer), extensions)
+    if cfg.sft.judge_samples > 0 and not extra:
+        raise ConfigError(f"--judge-samples {cfg.sft.judge_samples}: judge samples come from GCD's extension "
+                          "(trainers/gcd.py's cold start, or trainers/sft.py, which adds it), and this run has none")
+    samples += extra
+    if note and not quiet:
+        print(f"sft: {note}")
+    cap = cfg.chat.max_prompt_tokens
+    samples, too_long = within_prompt_cap(samples, cap)
+    if not samples:
+        raise ConfigError(f"every one of {len(too_long)} cold-start samples has a prompt longer than "
+                          f"--max-prompt-tokens {cap} (the shortest: {min(too_long)} tokens); shorten the env's "
+                          f"system prompt or observations, or raise --max-prompt-tokens")
+    if too_long and not quiet:
+        print(f"sft: {len(too_long)} samples left out, their prompt longer than --max-prompt-tokens {cap} "
+              f"(up to {max(too_long)} tokens)")
+    if not quiet:
+        print(f"sft: {solved}/{len(tasks)} expert episodes solved ({len(set(tasks))} distinct tasks)"
+              + (f", {chatty} of them with a chatty answer" if cfg.sft.chatty_answers > 0 else "")
+              + f", {len(samples)} samples, {sum(s.num_loss_tokens for s in samples)} assistant tokens")
+    return samples, tasks, solved, too_long
+
+
+def sft_step(cfg: SFTRunConfig, model, optimizer, batch: list, pad_id: int, device: str) -> dict[str, float]:
+    """One optimizer step on ``batch``: the reply tokens' cross-entropy (a mean over the batch's reply
+    tokens), plus ``--prompt-loss-weight`` times the other tokens' (a mean over those), in micro-batches."""
+    import torch
+
+    from agentgym.train.optim.update import masked_next_token_logits, pad_batch, reply_and_prompt_logits
+
+    prompt_weight = cfg.sft.prompt_loss_weight
+    bf16 = cfg.model.bf16 and device.startswith("cuda")
+    n_tokens = sum(s.num_loss_tokens - s.loss_mask[0] for s in batch)
+    n_prompt = sum(len(s.input_ids) - 1 for s in batch) - n_tokens
+    optimizer.zero_grad(set_to_none=True)
+    total, correct, prompt_total = 0.0, 0.0, 0.0
+    for j in range(0, len(batch), cfg.sft.micro_batch_size):
+        b = pad_batch(batch[j:j + cfg.sft.micro_batch_size], pad_id, device)
+        with autocast_context(device, bf16):
+            if prompt_weight:
+                (logits, targets), (p_logits, p_targets) = reply_and_prompt_logits(
+                    model, b["input_ids"], b["attention_mask"], b["loss_mask"])
+            else:
+                logits, targets = masked_next_token_logits(model, b["input_ids"], b["attention_mask"], b["loss_mask"])
+        loss = torch.nn.functional.cross_entropy(logits, targets, reduction="sum") / max(n_tokens, 1)
+        total += float(loss.detach())
+        if prompt_weight:
+            # each side a mean over its own tokens, so the weight says how much reading counts
+            # against replying whatever the prompts' length
+            p_loss = torch.nn.functional.cross_entropy(p_logits, p_targets, reduction="sum") / max(n_prompt, 1)
+            prompt_total += float(p_loss.detach())
+            loss = loss + prompt_weight * p_loss
+        loss.backward()
+        correct += float((logits.argmax(-1) == targets).sum())
+    if cfg.sft.max_grad_norm > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.sft.max_grad_norm)
+    optimizer.step()
+    metrics = {"loss/sft": total, "accuracy/token": correct / max(n_tokens, 1), "tokens/loss": n_tokens}
+    if prompt_weight:
+        metrics["loss/prompt"] = prompt_total
+    return metrics
 
 
 def save_final(cfg: SFTRunConfig, model, tokenizer, tasks: list[str], solved: int, too_long: int = 0) -> str:

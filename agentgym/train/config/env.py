@@ -3,6 +3,8 @@ resolves to once per run (:class:`EnvSettings`)."""
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -73,16 +75,29 @@ class EnvConfig:
     """threshold schedule: batch pass rate of the current stage's gate that advances the stage"""
 
     def overrides(self) -> dict[str, Any]:
-        """``--env-kwargs`` as a dict ({} when not given)."""
-
-        return parse_env_kwargs(self.env_kwargs)
+        """``--env-kwargs`` as a dict ({} when not given), parsed once per value."""
+        key = json.dumps(self.env_kwargs, sort_keys=True, default=str)
+        cached = self.__dict__.get("_overrides")
+        if cached is None or cached[0] != key:
+            cached = (key, parse_env_kwargs(self.env_kwargs))
+            self.__dict__["_overrides"] = cached
+        return copy.deepcopy(cached[1])
 
     def resolve(self, model: str | None) -> tuple[str, dict[str, Any]]:
         """``(preset, env kwargs)`` of a run of ``model``: the preset ``--preset`` picks for it (or
         ``recorded``, see :mod:`agentgym.train.config.presets`) and its kwargs with ``--env-kwargs`` merged
-        over them, ``reward_mode`` not included."""
+        over them, ``reward_mode`` not included.
 
-        return resolve_env_kwargs(self.env_id, model, self.preset, self.overrides())
+        Resolved once per config and model (the model directory's record read, ``--env-kwargs``
+        parsed), and again only when the env id, preset, ``--env-kwargs`` or model change; every
+        caller gets its own copy of the kwargs."""
+        key = (self.env_id, self.preset, json.dumps(self.env_kwargs, sort_keys=True, default=str), model)
+        cached = self.__dict__.get("_resolved")
+        if cached is None or cached[0] != key:
+            cached = (key, resolve_env_kwargs(self.env_id, model, self.preset, self.overrides()))
+            self.__dict__["_resolved"] = cached  # not a field: neither compared, printed nor recorded
+        preset, kwargs = cached[1]
+        return preset, copy.deepcopy(kwargs)
 
     def kwargs(self, model: str | None = None) -> dict[str, Any]:
         """The env kwargs this config gives every env of a run of ``model`` (``reward_mode``
@@ -91,7 +106,6 @@ class EnvConfig:
 
     def describe(self, model: str | None) -> str:
         """The startup line's text: the env, the preset and every env kwarg."""
-
         preset, _ = self.resolve(model)
         return describe(self.env_id, preset, self.kwargs(model), self.preset)
 

@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -49,6 +49,16 @@ from agentgym.train.rollout.generators import make_generator
 from agentgym.train.rollout.tasks import TaskStream
 from agentgym.train.view import RunView
 
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedTokenizerBase
+
+    from agentgym.locks import DirLock
+    from agentgym.rewards.prs import PRSSpec
+    from agentgym.train.base.world import Dist
+    from agentgym.train.rollout.envs import EnvBatch
+    from agentgym.train.rollout.generators import Generator
+
 
 @dataclass
 class RunSetup:
@@ -57,36 +67,37 @@ class RunSetup:
     config: TrainConfig
     name: str
     """the trainer's name (progress bar, checkpoint record)"""
-    dist: Any
-    """this process's :class:`agentgym.train.optim.distributed.Dist`"""
+    dist: Dist
+    """this process's place among torchrun's (rank, world size, collectives)"""
     device: str
     bf16: bool
     """bf16 autocast (on a GPU with ``--bf16``)"""
     env_kwargs: dict[str, Any]
     """the kwargs every env is made with, ``reward_mode`` included"""
-    tokenizer: Any
-    model: Any
-    ref_model: Any
+    tokenizer: PreTrainedTokenizerBase
+    model: torch.nn.Module
+    """the trained policy (FSDP-sharded with ``--fsdp``)"""
+    ref_model: torch.nn.Module | None
     """the frozen reference of the KL term (None with ``--beta 0``)"""
-    optimizer: Any
-    generator: Any
-    """the :class:`agentgym.train.rollout.generators.Generator` whose policy plays the episodes"""
-    envs: Any
-    collector: Any
-    stream: Any
-    """the :class:`agentgym.train.rollout.tasks.TaskStream` of training tasks"""
+    optimizer: torch.optim.Optimizer
+    generator: Generator
+    """what samples the episodes: its policy plays them"""
+    envs: EnvBatch
+    collector: Collector
+    stream: TaskStream
+    """the training tasks, the cold start's left out"""
     excluded: list[str]
     """the cold start's tasks, left out of the stream"""
-    spec: Any
-    """the env's :class:`agentgym.rewards.prs.PRSSpec`"""
-    schedule: Any
-    """the :class:`agentgym.rewards.prs.PRSSchedule`"""
+    spec: PRSSpec
+    """the env's PRS terms and weights"""
+    schedule: PRSSchedule
     extensions: Extensions
-    logger: Any = None
-    """the :class:`agentgym.train.base.metrics.MetricsLogger` (rank 0 only)"""
-    dir_lock: Any = None
-    view: RunView | None = None
-    """what the extensions read of the run (:class:`~agentgym.train.view.RunView`)"""
+    view: RunView
+    """what the extensions read of the run"""
+    logger: MetricsLogger | None = None
+    """metrics.jsonl and TensorBoard (rank 0 only)"""
+    dir_lock: DirLock | None = None
+    """this run's hold on its output directory (rank 0 only)"""
 
     @property
     def policy(self):
@@ -116,7 +127,7 @@ class RunSetup:
                 self.dir_lock.release()
 
 
-def cold_start(config: TrainConfig, extensions: Extensions | None = None) -> str:
+def cold_start(config: TrainConfig, extensions: Sequence[TrainerExtension] = ()) -> str:
     """The built-in tiny model after an SFT cold start on this env's expert, made with this run's
     env, layout and seed (a cached one is reused only when made with exactly the same recipe)."""
     sft_cfg = config.cold_start_config()
@@ -141,19 +152,16 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     """Build the run of ``config`` and where it starts: a fresh :class:`RunState`, or the one of the
     checkpoint ``--resume`` names, restored into the optimizer, schedule, extensions and random
     streams. Every rank calls it; rank 0 builds the tiny model and the cold start first."""
-    import torch
-
-    from agentgym.train.run.checkpoint import resume_point
+    from agentgym.train.run.checkpoint import resume_point  # torch
 
     config.validate()
     ext = extensions if isinstance(extensions, Extensions) else Extensions(
         [extensions] if isinstance(extensions, TrainerExtension) else extensions)
-    env_cfg, r, o, run = config.env, config.rollout, config.optim, config.run
+    env_cfg, r, run = config.env, config.rollout, config.run
     dist = init_distributed(resolve_device(config.model.device), config.model.fsdp)
     # one trainer per output directory: a second one would overwrite this one's checkpoints
     dir_lock = lock_dir(run.output_dir) if dist.is_main else None
-    device = dist.device
-    on_gpu = device.startswith("cuda")
+    on_gpu = dist.device.startswith("cuda")
     if not on_gpu:
         set_cpu_threads(config.model.cpu_threads)
     env_kwargs = env_cfg.kwargs(config.model.model)
@@ -168,22 +176,61 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
         checkpoint, record = resume_point(run.output_dir if run.resume == "auto" else run.resume,
                                           auto=run.resume == "auto")
     seed_everything(run.seed + dist.rank)  # ranks sample differently
+    bf16 = config.model.bf16 and on_gpu
+    tokenizer, model, ref_model = _models(config, dist, base_model, checkpoint)
+    view = RunView.of(config, tokenizer=tokenizer, device=dist.device, bf16=bf16, dist=dist)
+    optimizer = _optimizer(config, ext, view, model, name)
+    generator = make_generator(config, model, tokenizer, r.sampling, str(checkpoint or base_model))
+    spec, stream, excluded = _tasks(config, env_kwargs, base_model, dist)
+    schedule = PRSSchedule(spec, kind=env_cfg.prs_schedule if env_cfg.prs_schedule != "none" else "constant",
+                           num_steps=env_cfg.prs_schedule_steps, threshold=env_cfg.prs_threshold,
+                           start_stage=env_cfg.prs_start_stage)
+    envs = make_env_batch(env_cfg.env_id, r.num_groups // dist.world_size, r.group_size,
+                          env_cfg.backend_options(), env_kwargs)
+    collector = Collector(envs, generator.policy, ChatEncoder(tokenizer), r, r.sampling, {"split": env_cfg.split},
+                          dist.device, bf16, ext.system_prompt)
+    setup = RunSetup(config, name, dist, dist.device, bf16, env_kwargs, tokenizer, model, ref_model, optimizer,
+                     generator, envs, collector, stream, excluded, spec, schedule, ext, view, dir_lock=dir_lock)
+    state = restore(setup, record) if record is not None else RunState()
+    if dist.is_main:
+        setup.logger = MetricsLogger(run.output_dir, resume_step=state.step if record is not None else None,
+                                     tensorboard=run.tensorboard)
+    return setup, state
+
+
+def _models(config: TrainConfig, dist: Dist, base_model: str, checkpoint):
+    """The tokenizer, the trained model (the checkpoint's weights on resume) and the frozen reference
+    (None with ``--beta 0``); FSDP loads on the CPU, then each rank moves only its shard to the device."""
+    on_gpu = dist.device.startswith("cuda")
     tokenizer = load_tokenizer(base_model)
-    # FSDP: load on the CPU, then each rank moves only its shard to the device
-    load_on = "cpu" if config.model.fsdp else device
+    load_on = "cpu" if config.model.fsdp else dist.device
     model = load_model(str(checkpoint or base_model), load_on, config.model.gradient_checkpointing and on_gpu)
-    ref_model = load_model(base_model, load_on, trainable=False) if o.loss.beta > 0 else None
+    ref_model = load_model(base_model, load_on, trainable=False) if config.optim.loss.beta > 0 else None
     if config.model.fsdp:
-        model = fsdp.shard(model, device, dist.world_size)
-        ref_model = fsdp.shard(ref_model, device, dist.world_size) if ref_model is not None else None
-    view = RunView.of(config, tokenizer=tokenizer, device=device, bf16=config.model.bf16 and on_gpu, dist=dist)
-    own_groups = ext.build(view, model)  # an extension's own modules (PPO's value head), before the optimizer
+        model = fsdp.shard(model, dist.device, dist.world_size)
+        ref_model = fsdp.shard(ref_model, dist.device, dist.world_size) if ref_model is not None else None
+    return tokenizer, model, ref_model
+
+
+def _optimizer(config: TrainConfig, ext: Extensions, view: RunView, model, name: str):
+    """AdamW over the policy and an extension's own modules (PPO's value head), which ``build`` makes
+    before the optimizer so their parameters join it."""
+    import torch
+
+    own_groups = ext.build(view, model)
     if own_groups and config.model.fsdp:
         raise ConfigError(f"{name}: extensions with parameters of their own do not run under --fsdp yet")
+    o = config.optim
     optimizer = torch.optim.AdamW(model.parameters(), lr=o.learning_rate, weight_decay=o.weight_decay)
     for group in own_groups:
         optimizer.add_param_group(dict(group))
-    generator = make_generator(config, model, tokenizer, r.sampling, str(checkpoint or base_model))
+    return optimizer
+
+
+def _tasks(config: TrainConfig, env_kwargs: dict[str, Any], base_model: str, dist: Dist):
+    """The env's PRS spec and the training task stream (the cold start's tasks left out), read off one
+    env made for it; warns when the run will replay the stream's tasks."""
+    env_cfg, r = config.env, config.rollout
     probe = gym.make(env_cfg.env_id, **env_kwargs)
     try:
         spec = probe.unwrapped.prs_spec
@@ -196,21 +243,7 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     warning = stream.replay_warning(positions, f"{env_cfg.env_id} [{env_cfg.split}]")
     if warning and dist.is_main:
         print(warning, file=sys.stderr, flush=True)
-    schedule = PRSSchedule(spec, kind=env_cfg.prs_schedule if env_cfg.prs_schedule != "none" else "constant",
-                           num_steps=env_cfg.prs_schedule_steps, threshold=env_cfg.prs_threshold,
-                           start_stage=env_cfg.prs_start_stage)
-    envs = make_env_batch(env_cfg.env_id, r.num_groups // dist.world_size, r.group_size,
-                          env_cfg.backend_options(), env_kwargs)
-    collector = Collector(envs, generator.policy, ChatEncoder(tokenizer), r, r.sampling, {"split": env_cfg.split},
-                          device, config.model.bf16 and on_gpu, ext.system_prompt)
-    setup = RunSetup(config, name, dist, device, config.model.bf16 and on_gpu, env_kwargs, tokenizer, model, ref_model,
-                     optimizer, generator, envs, collector, stream, excluded, spec, schedule, ext, dir_lock=dir_lock,
-                     view=view)
-    state = restore(setup, record) if record is not None else RunState()
-    if dist.is_main:
-        setup.logger = MetricsLogger(run.output_dir, resume_step=state.step if record is not None else None,
-                                     tensorboard=run.tensorboard)
-    return setup, state
+    return spec, stream, excluded
 
 
 def restore(run: RunSetup, record: CheckpointRecord) -> RunState:
