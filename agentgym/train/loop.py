@@ -30,7 +30,6 @@ from agentgym.train.rollout.stats import episode_metrics, played_metrics
 from agentgym.train.run.pipeline import make_rollouts
 from agentgym.train.run.setup import (
     RunSetup,
-    cold_start,  # noqa: F401  (its import path before run_setup existed)
     save,
     set_up,
 )

@@ -121,8 +121,8 @@ def test_a_safe_legacy_checkpoint_still_resumes_and_converts(saved):
     for name in ("trainer_state.json", TENSORS_NAME):
         (step / name).unlink()
     checkpoint, legacy = resume_point(saved, auto=True)
-    assert checkpoint == step and legacy["extra"]["data_position"] == 40
-    assert np.array_equal(legacy["rng"]["numpy"][1], state["rng"]["numpy"][1])
+    assert checkpoint == step and legacy.state.data_position == 40
+    assert np.array_equal(legacy.rng["numpy"][1], state["rng"]["numpy"][1])
     convert_legacy(step)
     assert (step / "trainer_state.json").is_file() and not (step / LEGACY_NAME).exists()
     assert read_state(step)["extra"] == state["extra"]
@@ -132,7 +132,7 @@ def test_a_safe_legacy_checkpoint_still_resumes_and_converts(saved):
 def test_a_dangling_or_hostile_latest_falls_back_to_the_newest_complete_checkpoint(saved, latest, capsys):
     (saved / "checkpoints" / "latest").write_text(latest)
     checkpoint, state = resume_point(saved, auto=True)
-    assert checkpoint == saved / "checkpoints" / "step_4" and state["step"] == 4
+    assert checkpoint == saved / "checkpoints" / "step_4" and state.step == 4
     assert "latest" in capsys.readouterr().err
 
 
@@ -150,7 +150,7 @@ def _truncate(path):
 def test_a_damaged_latest_checkpoint_falls_back_to_the_previous_one_naming_the_file(saved, damage, capsys):
     damage(saved / "checkpoints" / "step_4")
     checkpoint, state = resume_point(saved, auto=True)
-    assert checkpoint == saved / "checkpoints" / "step_2" and state["extra"]["data_position"] == 20
+    assert checkpoint == saved / "checkpoints" / "step_2" and state.state.data_position == 20
     err = capsys.readouterr().err
     assert "step_4" in err and "resuming from" in err and "Traceback" not in err
     with pytest.raises(CheckpointError, match="step_4"):

@@ -128,11 +128,6 @@ class CheckpointRecord:
                    rng=tree.get("rng"), per_rank=[dict(p) for p in per_rank],
                    path=Path(path) if path is not None else None)
 
-    def __getitem__(self, key: str) -> Any:
-        """The trainer-state tree's entries (``record["extra"]["data_position"]``), for code written
-        against the untyped state that :func:`agentgym.train.run.checkpoint.resume_point` once returned."""
-        return self.state_dict()[key]
-
 
 def read_checkpoint(path: str | os.PathLike, tensors: bool = True) -> CheckpointRecord:
     """The record of the checkpoint step directory ``path``: what resuming, ``agentgym eval`` and the

@@ -40,8 +40,7 @@ def recorded_extensions(config: Mapping[str, Any], state: Mapping[str, Any]) -> 
     """The extensions a run trained with, rebuilt from its recorded config (a checkpoint's
     ``CheckpointRecord.config``) and loaded with their recorded ``state`` (by name): what evaluation
     needs to prompt a checkpoint as its training did. Extensions this package does not define (a
-    user's own) are left out; settings a newer or older version does not know are ignored, and a
-    setting recorded under its former name is read as the current one
+    user's own) are left out, and so are recorded settings this version does not know
     (:func:`~agentgym.train.base.flags.from_recorded`)."""
     rebuilt = []
     for name in state:

@@ -32,7 +32,7 @@ import torch
 
 # the loss settings are declared with the trainers' other settings (the policy's are flags without a
 # prefix, GCD's judge has its own); importable from here too
-from agentgym.train.optim.settings import AGGREGATIONS, LOSS_TYPES, LossConfig  # noqa: F401
+from agentgym.train.optim.settings import LossConfig
 
 
 def k3_kl(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
