@@ -220,7 +220,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _argument_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with ``agentgym eval``'s own flags (one line naming the flag), else None."""
-
     for flag, value, least in (("--num-episodes", args.num_episodes, 1), ("--batch-size", args.batch_size, 1),
                                ("--seed", args.seed, 0)):
         if value < least:

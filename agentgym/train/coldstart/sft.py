@@ -82,7 +82,6 @@ def reusable(model_dir: str | os.PathLike, cfg: SFTRunConfig) -> bool:
 
 def expert_samples(cfg: SFTRunConfig, encoder, progress: bool = False):
     """Expert samples on the cold start's tasks; returns (samples, tasks played, episodes solved)."""
-
     cfg = resolved(cfg)
     env = gym.make(cfg.env.env_id, expert=True, **cfg.env.kwargs(cfg.model.model))
     try:

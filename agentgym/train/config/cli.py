@@ -32,7 +32,6 @@ def exit_on_config_error():
     """In a script: a :class:`ConfigError` exits with one line naming the problem (exit status 2,
     like argparse), also one found once the run is under way (a cold start left with no sample); a
     disk that fills up during the run is one line too (exit status 1)."""
-
     try:
         yield
     except (ConfigError, DirectoryInUse) as e:  # an output directory another run holds: one line too
@@ -65,7 +64,6 @@ def parse(config_cls: type[C], argv: list[str] | None = None, description: str |
 
 def _check_output_dir(config: Any) -> None:
     """A run's --output-dir must be writable before the run loads a model or plays an episode."""
-
     output_dir = getattr(getattr(config, "run", None), "output_dir", None)
     if output_dir is not None:
         try:

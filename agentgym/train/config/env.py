@@ -21,7 +21,6 @@ from agentgym.vector.options import BackendOptions, ProcessOptions, RayOptions, 
 def default_env_kwargs(env_id: str, model: str | None = "tiny-wide", preset: str = "auto") -> dict[str, Any]:
     """The env kwargs a run of ``model`` on ``env_id`` uses when ``--env-kwargs`` is not given
     (:mod:`agentgym.train.config.presets`)."""
-
     return resolve_env_kwargs(env_id, model, preset)[1]
 
 
@@ -110,8 +109,8 @@ class EnvConfig:
         return describe(self.env_id, preset, self.kwargs(model), self.preset)
 
     def validate(self) -> None:
-
-
+        """The env settings' own checks: a registered env id, a known preset, ``--env-kwargs`` a JSON
+        object, the numbers in range (the env itself is made by :meth:`check_env`)."""
         if self.env_id not in gym.registry:
             known = sorted(k for k in gym.registry if not k.startswith(("CartPole", "Acrobot")))
             close = [k for k in known if self.env_id.lower() in k.lower() or k.lower() in self.env_id.lower()]
@@ -153,11 +152,15 @@ class EnvConfig:
     def check_env(self, model: str | None, eval_splits: Sequence[str] = ()) -> None:
         """Make the env once with the kwargs of a run of ``model`` and check that ``split`` (and
         ``eval_splits``) are its splits, so a bad setting stops the run before a model is built
-        (:mod:`agentgym.train.config.env_check`)."""
-
+        (:mod:`agentgym.train.config.env_check`). A config checked once with the same settings is
+        not made again (the command line checks it, then the run's set-up)."""
         try:
             kwargs = self.kwargs(model)
         except ValueError as e:  # a --model directory whose record cannot be read
             raise ConfigError(f"--preset {self.preset}: {e}") from None
         splits = {"--split": self.split, **({"--eval-split": list(eval_splits)} if eval_splits else {})}
+        key = json.dumps([self.env_id, kwargs, splits], sort_keys=True, default=str)
+        if self.__dict__.get("_checked") == key:
+            return
         check_env(self.env_id, kwargs, splits)
+        self.__dict__["_checked"] = key

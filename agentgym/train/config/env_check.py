@@ -56,7 +56,6 @@ def check_env(env_id: str, kwargs: Mapping[str, Any], splits: Mapping[str, str |
     ``kwargs``, or one of ``splits`` (flag -> split name, or the names a flag lists) is not a split
     it has. Envs that cannot
     list their tasks (``task_ids`` returns None) have their splits checked at the first reset."""
-
     try:
         key = json.dumps([env_id, kwargs, sorted(splits.items())], sort_keys=True)
     except (TypeError, ValueError):  # kwargs given in code that JSON cannot spell: check every time

@@ -26,7 +26,6 @@ ROLLOUT_MODES = ("lockstep", "overlapped")
 
 def vllm_installed() -> bool:
     """Whether vLLM can be imported, found without importing it (it pulls in CUDA)."""
-
     if "vllm" in sys.modules:
         return sys.modules["vllm"] is not None
     return importlib.util.find_spec("vllm") is not None
