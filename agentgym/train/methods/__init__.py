@@ -7,6 +7,8 @@
 - :mod:`.dapo`: DAPO's dynamic sampling (groups with reward spread only, oversampled to fill).
 - :mod:`.ppo`: PPO, a value head on the policy trained with it, and GAE over turns instead of the
   group baseline.
+- :mod:`.rft`: RFT (rejection-sampling fine-tuning), the SFT loss on the policy's own successful
+  episodes, the others left out.
 - :mod:`.gcd`: GCD, the actor co-trained as a generative judge of its steps, plus prompt-based
   correction (on GRPO, or chained after GiGPO): a package of small pure modules and
   :mod:`.gcd.extension`.
@@ -28,10 +30,11 @@ from agentgym.train.methods.dapo import DAPO, DAPOConfig
 from agentgym.train.methods.gcd.extension import GCD, GCDConfig, gcd_extensions
 from agentgym.train.methods.gigpo import GiGPO, GiGPOConfig
 from agentgym.train.methods.ppo import PPO, PPOConfig
+from agentgym.train.methods.rft import RFT, RFTConfig
 from agentgym.train.methods.vspo import VSPO, VSPOConfig
 
 BY_NAME = {"vspo": (VSPO, VSPOConfig), "gigpo": (GiGPO, GiGPOConfig), "dapo": (DAPO, DAPOConfig),
-           "gcd": (GCD, GCDConfig), "ppo": (PPO, PPOConfig)}
+           "gcd": (GCD, GCDConfig), "ppo": (PPO, PPOConfig), "rft": (RFT, RFTConfig)}
 """Each extension of this package by its ``name``, which is also its config group's name in a
 trainer's config (``--gcd.*``) and its key in checkpoint state."""
 
@@ -53,5 +56,5 @@ def recorded_extensions(config: Mapping[str, Any], state: Mapping[str, Any]) -> 
     return Extensions(rebuilt)
 
 
-__all__ = ["BY_NAME", "DAPO", "DAPOConfig", "GCD", "GCDConfig", "GiGPO", "GiGPOConfig", "PPO", "PPOConfig", "VSPO",
-           "VSPOConfig", "gcd_extensions", "recorded_extensions"]
+__all__ = ["BY_NAME", "DAPO", "DAPOConfig", "GCD", "GCDConfig", "GiGPO", "GiGPOConfig", "PPO", "PPOConfig", "RFT",
+           "RFTConfig", "VSPO", "VSPOConfig", "gcd_extensions", "recorded_extensions"]
