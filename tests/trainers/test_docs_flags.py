@@ -7,6 +7,7 @@ import dapo
 import gcd
 import gigpo
 import ppo
+import rft
 import vspo
 
 from agentgym.train.base.flags import flag_rows
@@ -17,7 +18,7 @@ DOC = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "trainers
 
 def test_every_flag_is_documented_as_declared():
     configs = [TrainConfig(), SFTRunConfig(), vspo.VSPOTrainConfig(), gigpo.GiGPOTrainConfig(), dapo.DAPOTrainConfig(),
-               gcd.GCDTrainConfig(), ppo.PPOTrainConfig()]
+               gcd.GCDTrainConfig(), ppo.PPOTrainConfig(), rft.RFTTrainConfig()]
     missing = [f"| `{flag}` | `{default}` | {doc} |" for config in configs
                for flag, default, doc in flag_rows(config) if f"| `{flag}` | `{default}` | {doc} |" not in DOC]
     assert not missing, "docs/trainers.md is out of date:\n" + "\n".join(missing)
