@@ -4,6 +4,7 @@ PRS against binary reward, several seeds each, every method on the same budget o
     python benchmarks/learning_curves.py                        # ToolQA-v0, 7 methods x 3 seeds, CPU
     python benchmarks/learning_curves.py --methods grpo vspo --seeds 0 1 2 3 4
     python benchmarks/learning_curves.py --methods vspo vspo-async1   # learning with --async-steps 1 beside sync
+    python benchmarks/learning_curves.py --methods grpo rft     # the RFT baseline (not in the default set)
     python benchmarks/learning_curves.py --report-only          # tables and plots from finished cells
 
 A cell is one (method, seed): one run of that method's trainer on its defaults (the README's main
@@ -40,13 +41,16 @@ METHODS = {
     "gcd": ("gcd", {}),
     "grpo-binary": ("grpo", {"reward_mode": "binary"}),
     "ppo": ("ppo", {}),
+    # rejection-sampling fine-tuning (SFT on the policy's own successes): a baseline beside the
+    # RL methods; not in the default set
+    "rft": ("rft", {}),
     # asynchronous rollouts (--async-steps 1): learning beside the synchronous run of the same
     # method; not in the default set. A cell checkpoints every --eval-every steps, and a checkpoint
     # step drains the rollout pipeline, so 1 step in --eval-every overlaps nothing.
     "vspo-async1": ("vspo", {"async_steps": 1}),
     "grpo-async1": ("grpo", {"async_steps": 1}),
 }
-DEFAULT_METHODS = [m for m, (_, extra) in METHODS.items() if not extra.get("async_steps")]
+DEFAULT_METHODS = [m for m, (_, extra) in METHODS.items() if not extra.get("async_steps") and m != "rft"]
 
 
 @functools.cache
