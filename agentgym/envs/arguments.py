@@ -72,6 +72,25 @@ def prs_stage(value: Any, where: str = "prs_stage") -> Real | None:
     return value
 
 
+def constrained_choice(value: Any, action_format: str) -> bool:
+    """``constrained_choice``: a bool, True only with ``action_format="choice"`` (the replies it
+    lists are the numbers of the choices), else a ValueError.
+
+    >>> constrained_choice(True, "choice")
+    True
+    >>> constrained_choice(True, "text")
+    Traceback (most recent call last):
+    ...
+    ValueError: constrained_choice=True needs action_format='choice' (the replies it allows are the numbers of the listed actions), got action_format='text'
+    """
+    if not isinstance(value, bool):
+        raise ValueError(f"constrained_choice must be True or False, got {value!r}")
+    if value and action_format != "choice":
+        raise ValueError("constrained_choice=True needs action_format='choice' (the replies it allows are the "
+                         f"numbers of the listed actions), got action_format={action_format!r}")
+    return value
+
+
 def accepted_keywords(env_cls: type) -> list[str]:
     """Every keyword argument ``env_cls(...)`` takes, its base classes' included."""
     names: list[str] = []

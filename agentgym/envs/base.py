@@ -37,7 +37,7 @@ from agentgym.envs.observations import (
     check_options,
     history_entry,
 )
-from agentgym.envs.parsing import ParsedAction, resolve_choice, sanitize
+from agentgym.envs.parsing import ParsedAction, choice_replies, resolve_choice, sanitize
 from agentgym.envs.spaces import text_spaces
 from agentgym.envs.task_refs import TaskRef
 from agentgym.envs.task_sets import TakesTaskSet, TaskDraws, set_task_ids
@@ -93,6 +93,7 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
         history: int = DEFAULT_HISTORY,
         action_format: str = "text",
         mark_played: bool = False,
+        constrained_choice: bool = False,
         tasks: Any = None,
         **unknown: Any,
     ):
@@ -105,6 +106,7 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
         if system_prompt is not None and (not isinstance(system_prompt, str) or not system_prompt.strip()):
             raise ValueError(f"system_prompt must be a non-empty string or None, got {system_prompt!r}")
         check_options(observation, history, action_format, mark_played)
+        self.constrained_choice = arguments.constrained_choice(constrained_choice, action_format)
         asked = [f"{k}={v!r}" for k, v, default in (("observation", observation, "raw"),
                                                     ("action_format", action_format, "text"),
                                                     ("mark_played", mark_played, False)) if v != default]
@@ -239,6 +241,8 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
         admissible = self._choices = self._admissible_actions()
         if admissible is not None:
             info["admissible_actions"] = admissible
+        if self.constrained_choice:
+            info["allowed_replies"] = choice_replies(admissible)
         if self.expert:
             info["expert_action"] = self._expert_action()
         if self._view.active:
@@ -339,6 +343,8 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
         admissible = self._admissible_actions()
         if admissible is not None:
             info["admissible_actions"] = admissible
+        if self.constrained_choice:
+            info["allowed_replies"] = choice_replies(admissible)
         if self.expert:
             info["expert_action"] = self._expert_action()
         return admissible

@@ -226,6 +226,22 @@ def lists_numbers(admissible: Sequence[str]) -> bool:
     return bool(admissible) and all(a.strip().isdigit() for a in admissible)
 
 
+def choice_replies(admissible: Sequence[str] | None) -> list[str] | None:
+    """The replies that name an admissible action in ``action_format="choice"``, written as the
+    expert writes them (:func:`agentgym.experts.expert_reply`): the numbers ``"1"`` to ``"N"``, or
+    the engine's own numbers when the list is numbers (:func:`lists_numbers`); None when nothing is
+    listed (any reply may then be a command in words).
+
+    >>> choice_replies(["look", "go to desk 1"]), choice_replies(["0", "1"]), choice_replies([])
+    (['1', '2'], ['0', '1'], None)
+    """
+    if not admissible:
+        return None
+    if lists_numbers(admissible):
+        return list(admissible)
+    return [str(k) for k in range(1, len(admissible) + 1)]
+
+
 def resolve_choice(command: str, admissible: Sequence[str] | None) -> tuple[str, str | None]:
     """A parsed command in choice format, as the env should run it: ``(command, None)``, or
     ``(command, reason)`` when it names no admissible action.

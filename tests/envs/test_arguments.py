@@ -64,3 +64,23 @@ def test_toolqa_corpus_without_dataset_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"corpus= needs dataset= too"):
         gym.make("ToolQA-v0", corpus=str(corpus))
 
+
+
+@pytest.mark.parametrize("env_id", ["ALFWorld-v0", "ScienceWorld-v0", "TextWorld-v0"])
+def test_constrained_choice_needs_the_choice_format(env_id):
+    with pytest.raises(ValueError, match=r"^constrained_choice=True needs action_format='choice'"):
+        gym.make(env_id, constrained_choice=True)
+    with pytest.raises(ValueError, match=r"^constrained_choice must be True or False, got 1"):
+        gym.make(env_id, action_format="choice", constrained_choice=1)
+
+
+def test_constrained_choice_lists_the_numbers_of_the_choices():
+    env = gym.make("ALFWorld-v0", data_path="generated:2:tiny", action_format="choice", constrained_choice=True)
+    _, info = env.reset(seed=0)
+    assert info["allowed_replies"] == [str(k) for k in range(1, len(info["admissible_actions"]) + 1)]
+    _, _, _, _, info = env.step("1")
+    assert info["action_valid"] and info["allowed_replies"] == [
+        str(k) for k in range(1, len(info["admissible_actions"]) + 1)]
+    _, info = gym.make("ALFWorld-v0", data_path="generated:2:tiny", action_format="choice").reset(seed=0)
+    assert "allowed_replies" not in info
+    env.close()
