@@ -71,6 +71,10 @@ class Completion:
     """The prompt's token ids as the model saw them, when known."""
     finish_reason: str = "stop"
     """``stop`` (end-of-turn token) or ``length`` (hit ``max_new_tokens``)."""
+    allowed_token_ids: list[list[int]] | None = None
+    """Per sampled token, the ids the policy could sample there (sorted), when ``generate`` was
+    given the replies this prompt may produce (``allowed``); None for a free completion. The
+    ``logprobs`` are then under that mask, and a trainer masks its logits alike."""
 
 
 class Policy:
@@ -78,16 +82,52 @@ class Policy:
 
     sampling: SamplingConfig
 
-    def generate(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None) -> list[Completion]:
-        """Sample one completion per prompt."""
+    def generate(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None,
+                 allowed: Sequence[Sequence[str] | None] | None = None) -> list[Completion]:
+        """Sample one completion per prompt.
+
+        ``allowed[i]`` (when given) is None or the replies prompt ``i`` may produce (an env's
+        ``info["allowed_replies"]``): the completion is then one of them, each as the model writes
+        it (its tokens, then the end-of-turn token). A policy that cannot constrain its sampling
+        refuses a non-None entry (:func:`refuse_allowed`)."""
         raise NotImplementedError
 
     def act(self, messages: ChatHistory) -> str:
         """The next action for one chat history: a convenience for custom agents."""
         return self.generate([messages])[0].text
 
-    def __call__(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None) -> list[Completion]:
-        return self.generate(prompts, sampling)
+    def __call__(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None,
+                 allowed: Sequence[Sequence[str] | None] | None = None) -> list[Completion]:
+        if allowed is None:
+            return self.generate(prompts, sampling)
+        return self.generate(prompts, sampling, allowed=allowed)
+
+
+def check_allowed(prompts: Sequence[Prompt], allowed: Sequence[Sequence[str] | None] | None
+                  ) -> list[list[str] | None] | None:
+    """``allowed`` as a list of lists, one entry per prompt; None when it constrains nothing.
+
+    >>> check_allowed([[1], [2]], [None, ("1", "2")])
+    [None, ['1', '2']]
+    >>> check_allowed([[1]], [None]) is None
+    True
+    """
+    if allowed is None:
+        return None
+    allowed = [None if a is None else [str(r) for r in a] for a in allowed]
+    if len(allowed) != len(prompts):
+        raise ValueError(f"allowed has {len(allowed)} entries for {len(prompts)} prompts")
+    if any(a is not None and not a for a in allowed):
+        raise ValueError("an entry of allowed is empty: give None (any reply) or at least one reply")
+    return allowed if any(a is not None for a in allowed) else None
+
+
+def refuse_allowed(policy: Policy, allowed: Sequence[Sequence[str] | None] | None) -> None:
+    """A ValueError when ``allowed`` constrains a reply that ``policy`` cannot constrain."""
+    if allowed is not None and any(a is not None for a in allowed):
+        raise ValueError(f"{type(policy).__name__} cannot constrain its replies to a list (allowed=, an env's "
+                         "constrained_choice=True); sample with HFPolicy (a trainer's --generator hf) or make "
+                         "the env without constrained_choice")
 
 
 def is_token_prompt(prompt: Prompt) -> bool:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentgym.agents.base import ChatHistory, Completion, Policy, Prompt, SamplingConfig, is_token_prompt
+from agentgym.agents.base import (
+    ChatHistory,
+    Completion,
+    Policy,
+    Prompt,
+    SamplingConfig,
+    check_allowed,
+    is_token_prompt,
+)
 
 
 def render_prompt_ids(tokenizer, messages: ChatHistory) -> list[int]:
@@ -41,6 +49,61 @@ def default_stop_token_ids(tokenizer, model=None) -> list[int]:
     if gen_eos is not None:
         stop.update([gen_eos] if isinstance(gen_eos, int) else gen_eos)
     return sorted(int(t) for t in stop)
+
+
+class ReplyTrie:
+    """The token sequences of a list of replies, each its tokens (as the model writes it: the text
+    tokenized without special tokens, as a cold start's expert replies are) then a stop token, as a
+    trie: :meth:`next_ids` says which ids may follow a prefix.
+
+    >>> trie = ReplyTrie([[5], [5, 6], [7]], stop=0)
+    >>> trie.next_ids([]), trie.next_ids([5]), trie.next_ids([5, 6]), trie.next_ids([9])
+    ([5, 7], [0, 6], [0], None)
+    """
+
+    def __init__(self, replies_ids: Sequence[Sequence[int]], stop: int):
+        self.root: dict = {}
+        for ids in replies_ids:
+            node = self.root
+            for tok in [*ids, stop]:
+                node = node.setdefault(int(tok), {})
+
+    def next_ids(self, prefix: Sequence[int]) -> list[int] | None:
+        """The ids that may follow ``prefix`` (sorted); None past a whole reply or off the trie."""
+        node = self.root
+        for tok in prefix:
+            node = node.get(int(tok))
+            if node is None:
+                return None
+        return sorted(node) or None
+
+
+def reply_tries(tokenizer, allowed: Sequence[Sequence[str] | None], stop: int) -> list[ReplyTrie | None]:
+    """One :class:`ReplyTrie` per prompt (None where any reply may come)."""
+    return [None if replies is None else
+            ReplyTrie([tokenizer(r, add_special_tokens=False)["input_ids"] for r in replies], stop)
+            for replies in allowed]
+
+
+def _trie_mask_processor(tries: list[ReplyTrie | None], start: int):
+    """A transformers logits processor that leaves only the ids each row's trie allows next (rows
+    without a trie, and rows past a whole reply, as they are)."""
+    import torch
+    from transformers import LogitsProcessor
+
+    class TrieMask(LogitsProcessor):
+        def __call__(self, input_ids, scores):
+            for row, trie in enumerate(tries):
+                if trie is None:
+                    continue
+                ids = trie.next_ids(input_ids[row, start:].tolist())
+                if ids is not None:
+                    keep = torch.full_like(scores[row], float("-inf"))
+                    keep[ids] = 0.0
+                    scores[row] = scores[row] + keep
+            return scores
+
+    return TrieMask()
 
 
 class HFPolicy(Policy):
@@ -80,16 +143,31 @@ class HFPolicy(Policy):
     def prompt_ids(self, prompt: Prompt) -> list[int]:
         return [int(t) for t in prompt] if is_token_prompt(prompt) else render_prompt_ids(self.tokenizer, prompt)
 
-    def generate(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None) -> list[Completion]:
+    @property
+    def reply_stop_token_id(self) -> int:
+        """The stop token a constrained reply ends with: the tokenizer's end-of-turn token, as a cold
+        start's expert replies end, where it stops a turn (else the first stop token)."""
+        eos = self.tokenizer.eos_token_id
+        return int(eos) if eos is not None and int(eos) in self.stop_token_ids else self.stop_token_ids[0]
+
+    def generate(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None,
+                 allowed: Sequence[Sequence[str] | None] | None = None) -> list[Completion]:
+        """Sample one completion per prompt; with ``allowed``, prompt ``i`` samples only one of
+        ``allowed[i]`` (greedy too): a logits processor masks every id its :class:`ReplyTrie` does
+        not allow next, and the recorded logprobs are the log-softmax of the masked logits."""
         sampling = sampling or self.sampling
         ids = [self.prompt_ids(p) for p in prompts]
+        allowed = check_allowed(prompts, allowed)
+        tries = None if allowed is None else reply_tries(self.tokenizer, allowed, self.reply_stop_token_id)
         step = self.batch_size or max(len(ids), 1)
         out: list[Completion] = []
         for start in range(0, len(ids), step):
-            out += self._generate_batch(ids[start:start + step], sampling)
+            out += self._generate_batch(ids[start:start + step], sampling,
+                                        None if tries is None else tries[start:start + step])
         return out
 
-    def _generate_batch(self, batch: list[list[int]], sampling: SamplingConfig) -> list[Completion]:
+    def _generate_batch(self, batch: list[list[int]], sampling: SamplingConfig,
+                        tries: list[ReplyTrie | None] | None = None) -> list[Completion]:
         import torch
 
         if not batch:
@@ -110,6 +188,12 @@ class HFPolicy(Policy):
                       return_dict_in_generate=True, output_logits=True, synced_gpus=False)
         if not greedy:
             kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k or None)
+        if tries is not None and any(t is not None for t in tries):
+            from transformers import LogitsProcessorList
+
+            kwargs["logits_processor"] = LogitsProcessorList([_trie_mask_processor(tries, width)])
+        else:
+            tries = None
         was_training = self.model.training
         self.model.eval()
         try:
@@ -126,12 +210,22 @@ class HFPolicy(Policy):
         out = []
         for i, p in enumerate(batch):
             ids, lps, finish = [], [], "length"
+            trie = tries[i] if tries is not None else None
+            allowed_ids: list[list[int]] | None = [] if trie is not None else None
             for t, tok in enumerate(new[i].tolist()):
+                if trie is not None:
+                    # the same mask the processor applied: the log-softmax over the allowed ids only
+                    step_ids = trie.next_ids(ids) or list(range(logits.shape[-1]))
+                    allowed_ids.append(step_ids)
+                    row = logits[i, t] / scale
+                    lps.append(float(row[tok] - torch.logsumexp(row[step_ids], dim=-1)))
+                else:
+                    lps.append(float(token_logprobs[i, t]))
                 ids.append(tok)
-                lps.append(float(token_logprobs[i, t]))
                 if tok in stops:
                     finish = "stop"
                     break
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
-            out.append(Completion(text=text, token_ids=ids, logprobs=lps, prompt_ids=list(p), finish_reason=finish))
+            out.append(Completion(text=text, token_ids=ids, logprobs=lps, prompt_ids=list(p), finish_reason=finish,
+                                  allowed_token_ids=allowed_ids))
         return out

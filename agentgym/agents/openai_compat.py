@@ -22,7 +22,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentgym import http_request
-from agentgym.agents.base import ChatHistory, Completion, Policy, Prompt, SamplingConfig, is_token_prompt
+from agentgym.agents.base import (
+    ChatHistory,
+    Completion,
+    Policy,
+    Prompt,
+    SamplingConfig,
+    is_token_prompt,
+    refuse_allowed,
+)
 
 
 class OpenAIRequestError(RuntimeError):
@@ -116,7 +124,9 @@ class OpenAIPolicy(Policy):
         self._lock = threading.Lock()
         self._warned = False
 
-    def generate(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None) -> list[Completion]:
+    def generate(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None,
+                 allowed: Sequence[Sequence[str] | None] | None = None) -> list[Completion]:
+        refuse_allowed(self, allowed)
         sampling = sampling or self.sampling
         if len(prompts) <= 1 or self.concurrency == 1:
             return [self._complete(p, sampling) for p in prompts]

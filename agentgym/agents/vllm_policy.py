@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterable, Sequence
 
-from agentgym.agents.base import Completion, Policy, Prompt, SamplingConfig, is_token_prompt
+from agentgym.agents.base import Completion, Policy, Prompt, SamplingConfig, is_token_prompt, refuse_allowed
 from agentgym.agents.hf import render_prompt_ids
 
 
@@ -64,7 +64,9 @@ class VLLMPolicy(Policy):
             top_k=sampling.top_k if sampling.top_k > 0 else -1, logprobs=0, stop_token_ids=self.stop_token_ids,
             skip_special_tokens=True)
 
-    def generate(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None) -> list[Completion]:
+    def generate(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None,
+                 allowed: Sequence[Sequence[str] | None] | None = None) -> list[Completion]:
+        refuse_allowed(self, allowed)
         sampling = sampling or self.sampling
         ids = [[int(t) for t in p] if is_token_prompt(p) else render_prompt_ids(self.tokenizer, p) for p in prompts]
         requests = [{"prompt_token_ids": p} for p in ids]  # vLLM's TokensPrompt is a TypedDict of this shape

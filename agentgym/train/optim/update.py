@@ -51,8 +51,39 @@ def pad_batch(samples: Sequence[Sample], pad_id: int, device) -> dict[str, torch
         adv = adv[:, 1:]
     else:
         adv = torch.tensor([s.advantage for s in samples], dtype=torch.float32)
-    return {"input_ids": ids.to(device), "attention_mask": attention.to(device),
-            "loss_mask": mask[:, 1:].to(device), "advantages": adv.to(device)}
+    out = {"input_ids": ids.to(device), "attention_mask": attention.to(device),
+           "loss_mask": mask[:, 1:].to(device), "advantages": adv.to(device)}
+    allowed = allowed_masks(samples, width, device)
+    if allowed is not None:
+        out["allowed"] = allowed
+    return out
+
+
+AllowedIds = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+"""A batch's constrained positions: ``where`` (``[batch, length - 1]`` bool, aligned with the
+next-token predictions), and for each position it marks (in row-major order) ``ids`` (``[n, k]``,
+the ids the sampler could choose there, padded) and ``valid`` (``[n, k]``, False on the padding)."""
+
+
+def allowed_masks(samples: Sequence[Sample], width: int, device) -> AllowedIds | None:
+    """The constrained positions of a batch padded to ``width`` (:data:`AllowedIds`), from the
+    samples' :attr:`~agentgym.train.rollout.samples.Sample.allowed_token_ids`; None when none is."""
+    if all(s.allowed_token_ids is None for s in samples):
+        return None
+    where = torch.zeros((len(samples), width), dtype=torch.bool)
+    rows: list[list[int]] = []
+    for i, s in enumerate(samples):
+        for t, ids in enumerate(s.allowed_token_ids or ()):
+            if t > 0 and ids is not None:  # token t is predicted at position t - 1
+                where[i, t] = True
+                rows.append(list(ids))
+    k = max((len(r) for r in rows), default=1)
+    ids = torch.zeros((len(rows), k), dtype=torch.long)
+    valid = torch.zeros((len(rows), k), dtype=torch.bool)
+    for j, r in enumerate(rows):
+        ids[j, :len(r)] = torch.tensor(r, dtype=torch.long)
+        valid[j, :len(r)] = True
+    return where[:, 1:].to(device), ids.to(device), valid.to(device)
 
 
 def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -65,7 +96,7 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
 
 
 def logprobs_and_hidden(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, temperature: float = 1.0,
-                        hidden: bool = False, keep: torch.Tensor | None = None
+                        hidden: bool = False, keep: torch.Tensor | None = None, allowed: AllowedIds | None = None
                         ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """:func:`token_logprobs`, and with ``hidden`` the model's last hidden state (``[batch, length,
     hidden]``, after its final norm) from the same forward pass (None without).
@@ -75,15 +106,20 @@ def logprobs_and_hidden(model, input_ids: torch.Tensor, attention_mask: torch.Te
     output layer and its log-softmax: in a windowed embodied batch the reply is a few tokens after
     a prompt of hundreds, and that layer over every position was 15% of a tiny model's update
     (`benchmarks/window_update.py`).
+
+    ``allowed`` (:data:`AllowedIds`, a batch's ``pad_batch(...)["allowed"]``): at the positions it
+    marks the log-softmax is taken over the ids the sampler could choose only (a constrained
+    reply's mask), as the sampler took it. Those positions must be among ``keep``'s.
     """
     if keep is not None and not hidden:
         keep = keep.bool()
         picked = _picked_logprobs(_next_token_logits(model, input_ids, attention_mask)(keep),
-                                  input_ids[:, 1:][keep], temperature)
+                                  input_ids[:, 1:][keep], temperature,
+                                  None if allowed is None else _kept(allowed, keep))
         return torch.zeros(keep.shape, dtype=torch.float32, device=picked.device).masked_scatter(keep, picked), None
     extra = {"output_hidden_states": True} if hidden else {}
     out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False, **extra)
-    return _logprobs(out.logits, input_ids, temperature), (out.hidden_states[-1] if hidden else None)
+    return _logprobs(out.logits, input_ids, temperature, allowed), (out.hidden_states[-1] if hidden else None)
 
 
 def last_hidden_state(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -93,16 +129,32 @@ def last_hidden_state(model, input_ids: torch.Tensor, attention_mask: torch.Tens
     return out.hidden_states[-1]
 
 
-def _logprobs(logits: torch.Tensor, input_ids: torch.Tensor, temperature: float) -> torch.Tensor:
-    return _picked_logprobs(logits[:, :-1], input_ids[:, 1:], temperature)
+def _kept(allowed: AllowedIds, keep: torch.Tensor) -> AllowedIds:
+    """``allowed`` at the positions ``keep`` keeps (in the order boolean indexing takes them)."""
+    where, ids, valid = allowed
+    rows = keep[where]  # which of the constrained positions are kept, in their row-major order
+    return where[keep], ids[rows], valid[rows]
 
 
-def _picked_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float) -> torch.Tensor:
-    """log-softmax of ``logits`` (``[..., vocab]``, divided by the sampling temperature) at ``targets``."""
+def _logprobs(logits: torch.Tensor, input_ids: torch.Tensor, temperature: float,
+              allowed: AllowedIds | None = None) -> torch.Tensor:
+    return _picked_logprobs(logits[:, :-1], input_ids[:, 1:], temperature, allowed)
+
+
+def _picked_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float,
+                     allowed: AllowedIds | None = None) -> torch.Tensor:
+    """log-softmax of ``logits`` (``[..., vocab]``, divided by the sampling temperature) at ``targets``;
+    at the positions ``allowed`` marks (its ``where`` shaped like ``targets``), over its ids only."""
     logits = logits.float()
     if temperature not in (0, 1):
         logits = logits / temperature
-    return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+    norm = torch.logsumexp(logits, dim=-1)
+    if allowed is not None:
+        where, ids, valid = allowed
+        if bool(where.any()):
+            masked = logits[where].gather(-1, ids).masked_fill(~valid, float("-inf"))
+            norm = norm.index_put((where,), torch.logsumexp(masked, dim=-1))
+    return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - norm
 
 
 def plain_head(model) -> bool:
@@ -227,7 +279,7 @@ def sample_logprobs(model, samples: Sequence[Sample], pad_id: int, micro_batch_s
                 batch = pad_batch([samples[i] for i in idx], pad_id, device)
                 with autocast_context(device, bf16):
                     lp = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], temperature,
-                                             keep=batch["loss_mask"])[0]
+                                             keep=batch["loss_mask"], allowed=batch.get("allowed"))[0]
                 for row, i in enumerate(idx):
                     out[i] = lp[row, : len(samples[i].input_ids) - 1].detach()
     finally:
@@ -395,7 +447,7 @@ def _micro_batch_backward(model, plan: UpdatePlan, idx: list[int], sums: dict[st
     with autocast_context(plan.device, plan.bf16):
         lp, hidden = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], plan.temperature,
                                          hidden=any(term.needs_hidden_states for term, _ in terms),
-                                         keep=None if terms else keep)
+                                         keep=None if terms else keep, allowed=batch.get("allowed"))
     loss, stats = _micro_batch_policy_loss(plan, kind, idx, batch, lp, keep)
     total = plan.weights[kind] * loss
     for term, count in terms:

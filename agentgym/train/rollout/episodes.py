@@ -101,6 +101,9 @@ class Episode:
     history_in_observation: bool = False
     """The env's observations carry the task and the last steps (``observation="history+admissible"``):
     each prompt is the system prompt and the latest observation."""
+    allowed_replies: list[str] | None = None
+    """The replies the next turn may produce (the latest ``info["allowed_replies"]``, an env's
+    ``constrained_choice=True``), which the policy is asked to keep to; None: any reply."""
     raw_observations: list[str] = field(default_factory=list)
     """Per observation, the engine's own text (``info["raw_observation"]`` where the env wraps it,
     else the observation): what step grouping and revisit labels compare, since a wrapped
@@ -160,7 +163,8 @@ def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
                      reset_options={**base, **req.options}, tag=req.tag,
                      instruction=str(info.get("instruction", "")),
                      history_in_observation=observations_carry_history(info),
-                     raw_observations=[info.get("raw_observation", obs)])
+                     raw_observations=[info.get("raw_observation", obs)],
+                     allowed_replies=info.get("allowed_replies"))
         check_layout(cfg.layout, ep.history_in_observation)
         if cfg.layout == "concat":
             ep.concat_ids = encoder.prompt_ids(episode_to_messages(ep.system_prompt, [obs], []))
@@ -194,9 +198,14 @@ def _next_prompt(ep: Episode, encoder: ChatEncoder | None, cfg: RolloutConfig):
 
 def _generate(policy: Policy, encoder: ChatEncoder | None, episodes: list[Episode], prompts: dict[int, Any],
               sampling: SamplingConfig | None) -> dict[int, Completion]:
-    """One batched policy call for the prompts (env index -> prompt), each turn recorded on its episode."""
+    """One batched policy call for the prompts (env index -> prompt), each turn recorded on its
+    episode. An episode whose env lists its allowed replies has the policy keep to them."""
     order = list(prompts)
-    completions = policy.generate([prompts[i] for i in order], sampling)
+    allowed = [episodes[i].allowed_replies for i in order]
+    if any(a is not None for a in allowed):
+        completions = policy.generate([prompts[i] for i in order], sampling, allowed=allowed)
+    else:
+        completions = policy.generate([prompts[i] for i in order], sampling)
     for i, c in zip(order, completions):
         prompt = prompts[i] if encoder is not None else (c.prompt_ids or [])
         episodes[i].turns.append(Turn(prompt_ids=list(prompt), completion=c))
@@ -225,6 +234,7 @@ def _record_step(ep: Episode, c: Completion, result: StepResult, encoder: ChatEn
     ep.observations.append(obs)
     ep.raw_observations.append(info.get("raw_observation", obs))
     ep.state_keys.append(info.get("state_key"))
+    ep.allowed_replies = info.get("allowed_replies")
     ep.rewards.append(reward)
     ep.step_infos.append(info)
     ep.terminated, ep.truncated = terminated, truncated

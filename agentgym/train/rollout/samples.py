@@ -38,6 +38,11 @@ class Sample:
     """Per token of ``input_ids``: the log-probability the policy that sampled it gave it when it
     sampled (0.0 on tokens it did not sample); None when the sampler did not report them. Under
     ``--async-steps`` these are the PPO ratio's denominator, so the ratio corrects for the lag."""
+    allowed_token_ids: list[list[int] | None] | None = None
+    """Per token of ``input_ids``: the ids the sampler could choose from there (a constrained
+    reply's mask, :attr:`agentgym.agents.Completion.allowed_token_ids`), None where it was free;
+    None when no token was constrained. The update masks its logits alike, so the ratio is taken
+    under the distribution that sampled."""
 
     def __post_init__(self) -> None:
         if len(self.input_ids) != len(self.loss_mask):
@@ -47,6 +52,9 @@ class Sample:
                              f"({len(self.input_ids)}) differ")
         if self.behaviour_logprobs is not None and len(self.behaviour_logprobs) != len(self.input_ids):
             raise ValueError(f"behaviour_logprobs ({len(self.behaviour_logprobs)}) and input_ids "
+                             f"({len(self.input_ids)}) differ")
+        if self.allowed_token_ids is not None and len(self.allowed_token_ids) != len(self.input_ids):
+            raise ValueError(f"allowed_token_ids ({len(self.allowed_token_ids)}) and input_ids "
                              f"({len(self.input_ids)}) differ")
 
     @property
@@ -87,6 +95,23 @@ def _concat_logprobs(ep: Episode) -> list[float] | None:
     return out
 
 
+def _turn_allowed(turn) -> list[list[int] | None] | None:
+    """The sampler's allowed ids of each of a turn's ids, or None where the turn was free."""
+    allowed = turn.completion.allowed_token_ids
+    return list(allowed) if allowed is not None and len(allowed) == len(turn.completion.token_ids) else None
+
+
+def _concat_allowed(ep: Episode) -> list[list[int] | None] | None:
+    if len(ep.turn_spans) != len(ep.turns) or all(_turn_allowed(t) is None for t in ep.turns):
+        return None
+    out: list[list[int] | None] = [None] * len(ep.concat_ids)
+    for (start, end), turn in zip(ep.turn_spans, ep.turns):
+        allowed = _turn_allowed(turn)
+        if allowed is not None and len(allowed) == end - start:
+            out[start:end] = allowed
+    return out
+
+
 def episode_samples(episodes: Sequence[Episode], advantages: Sequence, layout: str) -> list[Sample]:
     """Samples of every episode that has at least one model turn; ``advantages[i]`` is a number or
     one number per turn of episode i."""
@@ -103,13 +128,16 @@ def episode_samples(episodes: Sequence[Episode], advantages: Sequence, layout: s
                 for (start, end), a in zip(ep.turn_spans, adv):
                     token_adv[start:end] = [float(a)] * (end - start)
             out.append(Sample(list(ep.concat_ids), list(ep.concat_mask), float(adv[0]), episode=i,
-                              token_advantages=token_adv, behaviour_logprobs=_concat_logprobs(ep)))
+                              token_advantages=token_adv, behaviour_logprobs=_concat_logprobs(ep),
+                              allowed_token_ids=_concat_allowed(ep)))
         elif layout == "window":
             for t, (turn, a) in enumerate(zip(ep.turns, adv)):
-                ids, lps = turn.completion.token_ids, _turn_logprobs(turn)
+                ids, lps, allowed = turn.completion.token_ids, _turn_logprobs(turn), _turn_allowed(turn)
                 out.append(Sample(list(turn.prompt_ids) + list(ids), [0] * len(turn.prompt_ids) + [1] * len(ids),
                                   float(a), episode=i, turn=t,
-                                  behaviour_logprobs=None if lps is None else [0.0] * len(turn.prompt_ids) + lps))
+                                  behaviour_logprobs=None if lps is None else [0.0] * len(turn.prompt_ids) + lps,
+                                  allowed_token_ids=None if allowed is None
+                                  else [None] * len(turn.prompt_ids) + allowed))
         else:
             raise ValueError(f"unknown layout {layout!r}")
     return out

@@ -1,0 +1,126 @@
+"""Constrained choice: with ``constrained_choice=True`` a policy samples only the numbers of the
+listed actions, records its log-probabilities under that mask, and the update recomputes them under
+the same mask, so the PPO ratio is taken under the distribution that sampled."""
+
+import pytest
+import torch
+
+from agentgym.agents import HFPolicy, SamplingConfig
+from agentgym.agents.hf import ReplyTrie
+from agentgym.train.optim.settings import LossConfig
+from agentgym.train.optim.update import (
+    behaviour_logprobs,
+    logprobs_and_hidden,
+    pad_batch,
+    sample_logprobs,
+    train_step,
+)
+from agentgym.train.rollout.chat import ChatEncoder
+from agentgym.train.rollout.envs import make_env_batch
+from agentgym.train.rollout.episodes import collect_episodes
+from agentgym.train.rollout.samples import Sample, episode_samples
+from agentgym.train.rollout.settings import RolloutConfig
+
+pytest.importorskip("alfworld")
+
+GAMES = "generated:4:tiny"
+
+
+def _play(model, tok, constrained: bool, layout: str, temperature: float = 0.7, groups: int = 2, seed: int = 0):
+    kwargs = {"data_path": GAMES, "max_turns": 3, "action_format": "choice"}
+    if layout == "window":
+        kwargs.update(observation="history+admissible")
+    if constrained:
+        kwargs["constrained_choice"] = True
+    torch.manual_seed(seed)
+    envs = make_env_batch("ALFWorld-v0", groups, 2, "sync", kwargs)
+    try:
+        policy = HFPolicy(model, tok, SamplingConfig(max_new_tokens=6, temperature=temperature))
+        episodes, _ = collect_episodes(envs, policy, ChatEncoder(tok), list(range(seed, seed + groups)),
+                                       RolloutConfig(layout=layout, window=1), None, {"split": "train"})
+    finally:
+        envs.close()
+    return episodes
+
+
+def _valid_rate(episodes) -> float:
+    infos = [info for ep in episodes for info in ep.step_infos]
+    return sum(bool(i["action_valid"]) for i in infos) / len(infos)
+
+
+@pytest.mark.parametrize("layout", ["concat", "window"])
+def test_the_update_recomputes_the_sampled_logprobs_under_the_same_mask(tiny, layout):
+    model, tok = tiny
+    episodes = _play(model, tok, True, layout)
+    assert _valid_rate(episodes) == 1.0
+    for ep in episodes:
+        for turn, action in zip(ep.turns, ep.actions):
+            assert turn.completion.allowed_token_ids is not None and turn.completion.finish_reason == "stop"
+            assert action.isdigit() and turn.completion.token_ids[-1] == tok.eos_token_id
+    samples = episode_samples(episodes, [1.0] * len(episodes), layout)
+    assert samples and all(s.allowed_token_ids is not None for s in samples)
+    recorded, missing = behaviour_logprobs(model, samples, tok.pad_token_id, 4, temperature=0.7)
+    computed = sample_logprobs(model, samples, tok.pad_token_id, 4, temperature=0.7)
+    free = sample_logprobs(model, [Sample(s.input_ids, s.loss_mask, s.advantage) for s in samples],
+                           tok.pad_token_id, 4, temperature=0.7)
+    assert missing == 0
+    for s, r, c, f in zip(samples, recorded, computed, free):
+        mask = torch.tensor(s.loss_mask[1:], dtype=torch.bool)
+        assert mask.any()
+        assert torch.allclose(r[mask], c[mask], atol=1e-4)  # the update's logprobs are the sampler's
+        assert (c[mask] > f[mask] + 1e-3).any()  # and the mask matters: unmasked ones are lower
+    # the full forward (an extension's loss term sees every position) masks alike
+    batch = pad_batch(samples, tok.pad_token_id, "cpu")
+    with torch.no_grad():
+        full, _ = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], 0.7,
+                                      allowed=batch["allowed"])
+    for row, (s, c) in enumerate(zip(samples, computed)):
+        mask = torch.tensor(s.loss_mask[1:], dtype=torch.bool)
+        assert torch.allclose(full[row, :len(s.input_ids) - 1][mask], c[mask], atol=1e-4)
+
+
+def test_one_update_on_constrained_samples_starts_at_ratio_one(tiny):
+    from agentgym.agents import load_model_and_tokenizer
+    from agentgym.agents.tiny import build_tiny_model
+
+    model, tok = load_model_and_tokenizer(str(build_tiny_model()))  # its own copy: the update changes it
+    episodes = _play(model, tok, True, "window", groups=1)
+    samples = episode_samples(episodes, [1.0, -1.0], "window")
+    old, _ = behaviour_logprobs(model, samples, tok.pad_token_id, 4, temperature=0.7)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    metrics = train_step(model, optimizer, samples, LossConfig(beta=0.0), tok.pad_token_id, micro_batch_size=4,
+                         temperature=0.7, old_logprobs=old)
+    assert metrics["ratio/mean"] == pytest.approx(1.0, abs=1e-4) and metrics["clip_ratio"] == 0.0
+
+
+def test_without_the_constraint_a_random_tiny_model_replies_invalidly(tiny):
+    model, tok = tiny
+    free = _play(model, tok, False, "window", temperature=1.0)
+    bound = _play(model, tok, True, "window", temperature=1.0)
+    assert _valid_rate(free) < 0.5 and _valid_rate(bound) == 1.0
+    assert all(t.completion.allowed_token_ids is None for ep in free for t in ep.turns)
+
+
+def test_greedy_keeps_to_the_allowed_replies_and_others_are_free(tiny):
+    model, tok = tiny
+    policy = HFPolicy(model, tok)
+    prompts = [[{"role": "user", "content": "Pick a number."}]] * 3
+    out = policy.generate(prompts, SamplingConfig(max_new_tokens=5, temperature=0),
+                          allowed=[["1", "2", "12"], None, ["7"]])
+    assert out[0].text in {"1", "2", "12"} and out[2].text == "7" and out[1].allowed_token_ids is None
+    assert out[2].logprobs == [0.0, 0.0]  # one reply: its every token is certain under the mask
+    assert out[0].allowed_token_ids[0] == ReplyTrie([tok(r, add_special_tokens=False)["input_ids"]
+                                                     for r in ("1", "2", "12")], tok.eos_token_id).next_ids([])
+    same = policy.generate(prompts, SamplingConfig(max_new_tokens=5, temperature=0), allowed=[None, None, None])
+    plain = policy.generate(prompts, SamplingConfig(max_new_tokens=5, temperature=0))
+    assert [c.token_ids for c in same] == [c.token_ids for c in plain]
+    with pytest.raises(ValueError, match="allowed has 1 entries for 3 prompts"):
+        policy.generate(prompts, allowed=[["1"]])
+
+
+def test_policies_that_cannot_constrain_refuse_a_list():
+    from agentgym.agents import OpenAIPolicy
+
+    policy = OpenAIPolicy("http://127.0.0.1:9", "m")
+    with pytest.raises(ValueError, match="OpenAIPolicy cannot constrain its replies"):
+        policy.generate([[{"role": "user", "content": "hi"}]], allowed=[["1"]])
