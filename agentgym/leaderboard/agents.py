@@ -176,7 +176,12 @@ class PolicyAgent(Agent):
         self._stamp = dict(stamp or {})
 
     def act(self, episodes):
-        return self.policy.generate([ep.messages(self.window) for ep in episodes], self.sampling)
+        prompts = [ep.messages(self.window) for ep in episodes]
+        # an env made with constrained_choice=True lists the replies that name an action: keep to them
+        allowed = [ep.info.get("allowed_replies") for ep in episodes]
+        if any(a is not None for a in allowed):
+            return self.policy.generate(prompts, self.sampling, allowed=allowed)
+        return self.policy.generate(prompts, self.sampling)
 
     def trained_env_kwargs(self, env_id: str) -> dict[str, Any]:
         if self.checkpoint is None:

@@ -124,3 +124,21 @@ def test_policies_that_cannot_constrain_refuse_a_list():
     policy = OpenAIPolicy("http://127.0.0.1:9", "m")
     with pytest.raises(ValueError, match="OpenAIPolicy cannot constrain its replies"):
         policy.generate([[{"role": "user", "content": "hi"}]], allowed=[["1"]])
+
+
+def test_evaluation_and_the_leaderboards_policy_agents_keep_to_the_list(tiny):
+    from agentgym.leaderboard.agents import EpisodeView, PolicyAgent
+    from agentgym.train.evaluate import evaluate
+
+    model, tok = tiny
+    policy = HFPolicy(model, tok, SamplingConfig(max_new_tokens=6, temperature=1.0))
+    kwargs = {"data_path": GAMES, "max_turns": 3, "action_format": "choice"}
+    free = evaluate(policy, "ALFWorld-v0", kwargs, "train", num_episodes=2, batch_size=2)
+    bound = evaluate(policy, "ALFWorld-v0", {**kwargs, "constrained_choice": True}, "train", num_episodes=2,
+                     batch_size=2)
+    assert bound["terms"]["valid"] == 1.0 > free["terms"]["valid"]
+
+    agent = PolicyAgent(policy, "tiny", SamplingConfig(max_new_tokens=6, temperature=1.0))
+    view = EpisodeView("ALFWorld-v0", "train", "t", 0, "Reply with a number.", ["1. look\n2. inventory"],
+                       info={"allowed_replies": ["1", "2"]})
+    assert {c.text for c in agent.act([view] * 8)} <= {"1", "2"}
