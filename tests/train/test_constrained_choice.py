@@ -142,3 +142,14 @@ def test_evaluation_and_the_leaderboards_policy_agents_keep_to_the_list(tiny):
     view = EpisodeView("ALFWorld-v0", "train", "t", 0, "Reply with a number.", ["1. look\n2. inventory"],
                        info={"allowed_replies": ["1", "2"]})
     assert {c.text for c in agent.act([view] * 8)} <= {"1", "2"}
+
+
+def test_a_generator_that_cannot_constrain_is_refused_before_the_run():
+    from agentgym.train.base.errors import ConfigError
+    from agentgym.train.base.flags import build
+    from agentgym.train.config.tree import TrainConfig
+
+    config = build(TrainConfig, env_kwargs='{"action_format": "choice", "constrained_choice": true}',
+                   generator="openai", generator_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ConfigError, match="constrained_choice=True needs --generator hf"):
+        config.validate()
