@@ -77,7 +77,11 @@ class TrainConfig(ConfigTree):
         if self.rollout.async_steps > 0 and self.model.fsdp:
             raise ConfigError("--async-steps does not run with --fsdp yet (the rollout thread would need the "
                               "sharded weights gathered); use --async-steps 0")
-        if self.env.resolve(self.model.model)[1].get("constrained_choice") and self.rollout.generator != "hf":
+        try:
+            constrained = self.env.resolve(self.model.model)[1].get("constrained_choice")
+        except ValueError:
+            constrained = False  # a model directory's record that cannot be read: check_env says so below
+        if constrained and self.rollout.generator != "hf":
             raise ConfigError(f"constrained_choice=True needs --generator hf: the {self.rollout.generator} generator "
                               "cannot keep its samples to the env's allowed replies yet")
         self.env.check_env(self.model.model, self.eval.eval_splits if self.eval.eval_episodes > 0 else ())
