@@ -1,6 +1,7 @@
 import json
 
 import gymnasium as gym
+import pytest
 import sft
 from trainer_helpers import TOOLQA_SMALL
 
@@ -192,3 +193,20 @@ def test_a_prompt_loss_with_exploration_in_the_concat_layout_stops_with_one_line
     assert "\n" not in str(err.value)
     with pytest.raises(SettingError, match="prompt_loss_weight"):
         SFTConfig(prompt_loss_weight=-1.0)
+
+
+def test_the_cold_start_plays_its_expert_on_its_own_split(tmp_path, capsys):
+    # an RL run on one pool of tasks (here: valid) takes its cold start from another split (train)
+    from agentgym.train.base.errors import ConfigError
+    from agentgym.train.base.records import read_record
+    from agentgym.train.coldstart.sft import run_sft
+
+    kw = dict(model="tiny", env_kwargs=TOOLQA_SMALL, num_episodes=4, num_steps=1, batch_size=2, seed=0,
+              progress=False, quiet=True, tensorboard=False, split="valid")
+    final = run_sft(build(SFTRunConfig, **kw, expert_split="train", output_dir=str(tmp_path / "sft")))
+    record = read_record(final)
+    env = gym.make("ToolQA-v0", **json.loads(TOOLQA_SMALL))
+    assert record["split"] == "train" and set(record["task_ids"]) <= set(env.unwrapped.task_ids("train"))
+    assert not set(record["task_ids"]) & set(env.unwrapped.task_ids("valid"))
+    with pytest.raises(ConfigError, match="--expert-split"):
+        build(SFTRunConfig, **kw, expert_split="nope").validate()

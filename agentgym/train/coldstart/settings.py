@@ -50,6 +50,9 @@ class SFTConfig:
     """fraction of expert episodes whose final answer is said as a sentence (`<answer>The answer is
     X.</answer>`), as a chatty teacher writes it (envs whose episodes end in `<answer>`; None: the
     env's recipe, 0.6 on ToolQA-v0, else 0)"""
+    expert_split: str | None = None
+    """split the expert's episodes are played on (None: the run's `--split`); e.g. `train` for an RL
+    run on a pool of its games (`--split L0`), so the cold start plays other games of the same kind"""
     explore: float = 0.0
     """share of turns on which the expert episode plays a random admissible action instead (never
     trained on), so the data holds states off the expert's path, each labelled with the expert's next
@@ -97,5 +100,7 @@ class SFTConfig:
             raise SettingError("chatty_answers", f"is a fraction in [0, 1], got {self.chatty_answers!r}")
         if not (is_number(self.prompt_loss_weight) and self.prompt_loss_weight >= 0):
             raise SettingError("prompt_loss_weight", f"must be a finite number >= 0, got {self.prompt_loss_weight!r}")
+        if self.expert_split is not None and (not isinstance(self.expert_split, str) or not self.expert_split):
+            raise SettingError("expert_split", f"must be a split name or None, got {self.expert_split!r}")
         if not (is_number(self.explore) and 0 <= self.explore <= 1):
             raise SettingError("explore", f"is a fraction in [0, 1], got {self.explore!r}")

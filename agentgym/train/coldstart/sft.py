@@ -49,8 +49,12 @@ if TYPE_CHECKING:
 
 
 def resolved(cfg: SFTRunConfig) -> SFTRunConfig:
-    """``cfg`` with every SFT setting left None filled in from the env's recipe."""
-    return replace(cfg, sft=cfg.sft.resolved(cfg.env.env_id))
+    """``cfg`` with every SFT setting left None filled in from the env's recipe, and its env on the
+    split the expert plays (``expert_split``, when set)."""
+    out = replace(cfg, sft=cfg.sft.resolved(cfg.env.env_id))
+    if out.sft.expert_split is not None:
+        out = replace(out, env=replace(out.env, split=out.sft.expert_split))
+    return out
 
 
 def _recipe(cfg: SFTRunConfig) -> dict[str, Any]:
@@ -58,6 +62,7 @@ def _recipe(cfg: SFTRunConfig) -> dict[str, Any]:
     cfg = resolved(cfg)
     sft = to_dict(cfg.sft)
     sft.pop("log_every", None)  # printing does not change the model
+    sft.pop("expert_split", None)  # the recipe's "split" is the split the expert played
     if cfg.chat.max_prompt_tokens != LayoutConfig.max_prompt_tokens:
         # the default cap is left out, so cold starts cached before it existed are still reused
         sft["max_prompt_tokens"] = cfg.chat.max_prompt_tokens

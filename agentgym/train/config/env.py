@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -149,16 +149,19 @@ class EnvConfig:
                               init_kwargs={"address": self.ray_address} if self.ray_address else {})
         return SyncOptions()
 
-    def check_env(self, model: str | None, eval_splits: Sequence[str] = ()) -> None:
+    def check_env(self, model: str | None, eval_splits: Sequence[str] = (),
+                  more_splits: Mapping[str, str | None] | None = None) -> None:
         """Make the env once with the kwargs of a run of ``model`` and check that ``split`` (and
-        ``eval_splits``) are its splits, so a bad setting stops the run before a model is built
-        (:mod:`agentgym.train.config.env_check`). A config checked once with the same settings is
-        not made again (the command line checks it, then the run's set-up)."""
+        ``eval_splits``, and ``more_splits``' values by the flag that names them) are its splits, so a
+        bad setting stops the run before a model is built (:mod:`agentgym.train.config.env_check`). A
+        config checked once with the same settings is not made again (the command line checks it,
+        then the run's set-up)."""
         try:
             kwargs = self.kwargs(model)
         except ValueError as e:  # a --model directory whose record cannot be read
             raise ConfigError(f"--preset {self.preset}: {e}") from None
-        splits = {"--split": self.split, **({"--eval-split": list(eval_splits)} if eval_splits else {})}
+        splits = {"--split": self.split, **({"--eval-split": list(eval_splits)} if eval_splits else {}),
+                  **{flag: split for flag, split in (more_splits or {}).items() if split is not None}}
         key = json.dumps([self.env_id, kwargs, splits], sort_keys=True, default=str)
         if self.__dict__.get("_checked") == key:
             return

@@ -84,7 +84,8 @@ class TrainConfig(ConfigTree):
         if constrained and self.rollout.generator != "hf":
             raise ConfigError(f"constrained_choice=True needs --generator hf: the {self.rollout.generator} generator "
                               "cannot keep its samples to the env's allowed replies yet")
-        self.env.check_env(self.model.model, self.eval.eval_splits if self.eval.eval_episodes > 0 else ())
+        self.env.check_env(self.model.model, self.eval.eval_splits if self.eval.eval_episodes > 0 else (),
+                           {"--cold-start.expert-split": self.cold_start.expert_split})
         check_history_layout(self.env, self.model.model, self.rollout.layout)
 
     def cold_start_config(self) -> SFTRunConfig:
@@ -125,5 +126,5 @@ class SFTRunConfig(ConfigTree):
         self.model.validate()
         if self.sft.num_steps is not None:
             at_least("num-steps", self.sft.num_steps, 1)
-        self.env.check_env(self.model.model)
+        self.env.check_env(self.model.model, more_splits={"--expert-split": self.sft.expert_split})
         check_history_layout(self.env, self.model.model, self.chat.layout)
