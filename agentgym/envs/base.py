@@ -238,13 +238,7 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
         info["system_prompt"] = self.system_prompt
         info["tools"] = self.tools
         info["max_turns"] = self._turn_limit
-        admissible = self._choices = self._admissible_actions()
-        if admissible is not None:
-            info["admissible_actions"] = admissible
-        if self.constrained_choice:
-            info["allowed_replies"] = choice_replies(admissible)
-        if self.expert:
-            info["expert_action"] = self._expert_action()
+        admissible = self._choices = self._next_turn_info(info)
         if self._view.active:
             self._view.start(str(info["instruction"]), obs)
             info.update(raw_observation=obs, observation_mode=self.observation_mode, action_format=self.action_format)
@@ -340,6 +334,11 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
         if done:
             self._end_episode(info, bool(tr.success))
             return None
+        return self._next_turn_info(info)
+
+    def _next_turn_info(self, info: dict[str, Any]) -> list[str] | None:
+        """What the next turn may play, into ``info`` (the admissible actions, the replies a
+        constrained policy may give, the expert's action); returns the admissible actions."""
         admissible = self._admissible_actions()
         if admissible is not None:
             info["admissible_actions"] = admissible

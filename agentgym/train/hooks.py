@@ -288,11 +288,18 @@ class Extensions(TrainerExtension):
             notes += [note] if note else []
         return samples, "; ".join(notes)
 
+    def flat(self) -> list[TrainerExtension]:
+        """Every extension, nested chains unrolled, in order."""
+        return [t for e in self.items for t in (e.flat() if isinstance(e, Extensions) else [e])]
+
+    def defining(self, hook: str) -> list[TrainerExtension]:
+        """The extensions that define ``hook`` (not the no-op default), in order."""
+        return [e for e in self.flat() if getattr(type(e), hook) is not getattr(TrainerExtension, hook)]
+
     def loss_terms(self) -> list[TrainerExtension]:
         """The extensions that define an :meth:`extra_loss`, each asked by the update with its own
         item count (so each term is its own mean)."""
-        flat = [t for e in self.items for t in (e.loss_terms() if isinstance(e, Extensions) else [e])]
-        return [e for e in flat if type(e).extra_loss is not TrainerExtension.extra_loss]
+        return self.defining("extra_loss")
 
     def metrics(self):
         return {k: v for e in self.items for k, v in e.metrics().items()}

@@ -64,9 +64,8 @@ class RunView:
            dist: Dist | None = None) -> RunView:
         """The view of a run's :class:`~agentgym.train.config.tree.TrainConfig`, with what only the
         running loop knows: the tokenizer, device, autocast, ``dist``."""
-        c = config
-        r, o = c.rollout, c.optim
-        return cls(output_dir=c.run.output_dir, seed=c.run.seed, quiet=c.run.quiet,
+        r, o, run = config.rollout, config.optim, config.run
+        return cls(output_dir=run.output_dir, seed=run.seed, quiet=run.quiet,
                    sampling=r.sampling, layout=r.layout, window=r.window, max_prompt_tokens=r.max_prompt_tokens,
                    std_normalize=o.std_normalize, learning_rate=o.learning_rate, micro_batch_size=o.micro_batch_size,
                    device=device, bf16=bf16, dist=dist if dist is not None else Dist(), tokenizer=tokenizer)

@@ -171,3 +171,13 @@ def test_extensions_chain_in_order_and_keep_their_state_apart():
         Extensions([Tagger("a"), Tagger("a")])
     with pytest.raises(ValueError, match="already taken"):
         Extensions([Tagger("x", {"policy": SampleKind()})])
+
+
+def test_the_cold_start_makes_no_env_when_no_extension_adds_samples():
+    from agentgym.train.coldstart.sft import extension_samples
+    from agentgym.train.methods import GCD
+
+    # a config it cannot even read: nothing is resolved or made before the extensions are asked
+    assert extension_samples(None, None, Extensions([Extensions([])])) == ([], "")
+    chain = Extensions([Extensions([GCD()])])
+    assert [type(e).__name__ for e in chain.defining("cold_start_samples")] == ["GCD"]

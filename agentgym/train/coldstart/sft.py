@@ -127,7 +127,10 @@ def chats(seed: int, fraction: float) -> bool:
 def extension_samples(cfg: SFTRunConfig, encoder, extensions: Extensions) -> tuple[list, str]:
     """The samples a method adds to the cold start (GCD's judge samples: :meth:`~agentgym.train.hooks.
     TrainerExtension.cold_start_samples`), played on the cold start's own tasks so RL's task split
-    stays as it is; returns (samples, the line that says what they are)."""
+    stays as it is; returns (samples, the line that says what they are). No env is made when no
+    extension defines the hook."""
+    if not extensions.defining("cold_start_samples"):
+        return [], ""
     cfg = resolved(cfg)
     env = gym.make(cfg.env.env_id, expert=True, **cfg.env.kwargs(cfg.model.model))
     try:
