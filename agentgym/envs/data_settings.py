@@ -39,6 +39,7 @@ TASK_SHAPING = frozenset({
     "action_format", "mark_played", "constrained_choice",
     # which tasks: every family's split and task selectors
     "split", "answer_form", "question_kinds", "top_k", "task_types", "task", "simplifications",
+    "l0_every",
     # what the engine shows: ALFWorld's expert and its own translation cache switch, ScienceWorld's
     # valid-action list and its fixed identity hashes (a fixed JVM flag, not a free one)
     "expert_policy", "admissible_actions", "deterministic",

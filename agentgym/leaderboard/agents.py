@@ -40,7 +40,7 @@ from agentgym.prompts import MAX_ACTION_CHARS, episode_to_messages
 # agentgym.envs.data_settings: one that reaches a process or a path outside the checkpoint is refused.
 BOARD_KWARGS = frozenset({"data_path", "split", "task", "task_types", "question_kinds", "dataset", "corpus",
                           "answer_form", "game", "max_turns", "reward_mode", "expert", "judge", "judge_kwargs",
-                          "success_threshold", "tasks"})
+                          "success_threshold", "tasks", "l0_every"})
 
 
 @dataclass

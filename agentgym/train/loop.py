@@ -25,6 +25,7 @@ from agentgym.train.hooks import TrainerExtension
 from agentgym.train.methods.grpo import group_advantages
 from agentgym.train.optim import fsdp
 from agentgym.train.optim.distributed import reduce_metrics
+from agentgym.train.rollout.pool import TaskSuccess
 from agentgym.train.rollout.samples import episode_samples, per_turn
 from agentgym.train.rollout.stats import episode_metrics, played_metrics
 from agentgym.train.run.pipeline import make_rollouts
@@ -268,12 +269,21 @@ def _step_metrics(run: RunSetup, state: RunState, batch, advantages, update_time
         **({"data/task_pool": len(run.stream.pool)} if run.stream.pool is not None else {}),
         **ext.metrics(),
     })
+    if run.stream.by_task_id:
+        played = [(ep.task_id, bool(ep.success)) for ep in batch.played]
+        if run.dist.active:
+            played = [pair for rank in run.dist.all_gather(played) for pair in rank]
+        record = TaskSuccess(state.tasks)
+        record.update(played)
+        pool = record.metrics(len(run.stream.pool))
     if not run.stream.by_task_id and run.excluded:
         excluded = set(run.excluded)
         metrics["data/cold_start_overlap"] = float(np.mean([ep.task_id in excluded for ep in episodes])
                                                    if episodes else 0.0)
     if run.dist.active:  # the update's metrics are global already
         metrics = reduce_metrics(run.dist.all_gather(metrics), ext.summed_metrics)
+    if run.stream.by_task_id:
+        metrics.update(pool)  # over every rank's episodes already
     return metrics
 
 

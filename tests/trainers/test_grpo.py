@@ -29,8 +29,15 @@ def test_grpo_smoke_logs_every_documented_metric(tmp_path):
     rows = read_jsonl(tmp_path / "run" / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1, 2]
     for key in ("reward/mean", "success/mean", "loss/policy", "kl", "tokens_per_second", "grad_norm",
-                "terms/format", "prs/stage", "groups/zero_advantage_frac"):
+                "terms/format", "prs/stage", "groups/zero_advantage_frac", "groups/tied_frac", "pool/success",
+                "pool/played_frac", "pool/always_frac", "pool/never_frac"):
         assert key in rows[0], key
+    # per task of the stream: every episode played is counted once, and the pool metrics read it
+    table = json.loads((tmp_path / "run" / "task_success.json").read_text())
+    assert sum(t["played"] for t in table.values()) == sum(r["episodes/played"] for r in rows)
+    assert rows[-1]["pool/played_frac"] == len(table) / rows[-1]["data/task_pool"]
+    assert rows[-1]["pool/success"] == pytest.approx(
+        sum(t["last_solved"] / t["last_played"] for t in table.values()) / len(table))
     assert rows[0]["tokens_per_second"] > 0
     assert os.listdir(tmp_path / "run" / "tensorboard")
     ckpt = tmp_path / "run" / "checkpoints"
@@ -50,7 +57,8 @@ def test_resume_matches_an_uninterrupted_run_bitwise(tmp_path):
     full = read_jsonl(full_dir / "run" / "metrics.jsonl")
     resumed = read_jsonl(cut_dir / "run" / "metrics.jsonl")
     assert [r["step"] for r in resumed] == [1, 2, 3, 4]
-    assert stable(resumed) == stable(full)
+    assert stable(resumed) == stable(full)  # the pool/* metrics too: the per-task record is resumed
+    assert (full_dir / "run" / "task_success.json").read_text() == (cut_dir / "run" / "task_success.json").read_text()
     a = load_file(str(full_dir / "run" / "checkpoints" / "step_4" / "model.safetensors"))
     b = load_file(str(cut_dir / "run" / "checkpoints" / "step_4" / "model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

@@ -7,7 +7,7 @@ from typing import Any
 
 from agentgym.envs.alfworld.data import canonical_split, find_games, resolve_data_root
 from agentgym.envs.alfworld.engine import expert_plan, has_traj_data, make_engine, require_engine
-from agentgym.envs.alfworld.levels import select_games, source_splits
+from agentgym.envs.alfworld.levels import L0_EVERY, select_games, source_splits
 from agentgym.envs.alfworld.progress import GoalProgress
 from agentgym.envs.alfworld.search_expert import SearchGoal, search_action
 from agentgym.envs.alfworld.tasks import normalize_task_types
@@ -92,6 +92,9 @@ class ALFWorldEnv(AgentEnv):
       ``pick_two_obj_and_place``), ``train_all`` keeps all six (see
       :mod:`agentgym.envs.alfworld.levels`). ``reset(options={"split": ...})`` overrides it.
     - ``task_types``: task type names or alfworld's ids 1-6 to keep (default all six).
+    - ``l0_every``: level ``L0`` keeps every ``l0_every``-th ``train`` game of each seen type
+      (default 10). A larger stride makes a smaller pool for a run that trains on ``split="L0"``
+      and measures what it learnt there (e.g. 67 on ``generated:16000:tiny``: 128 games).
     - ``cache``: translate each game file once and keep the translation on disk (default True;
       ``$AGENTGYM_CACHE/alfworld/translations`` or ``~/.cache/agentgym/alfworld/translations``, or
       the folder given as a string); the game plays exactly the same, and a warm reset and a step
@@ -117,7 +120,8 @@ class ALFWorldEnv(AgentEnv):
       task types; levels ``L0``/``L1``/``L2`` and ``train_all`` added. ``observation=``,
       ``history=`` and ``action_format=`` added (defaults unchanged); ``cache`` added (on by
       default: same games, faster resets and steps); ``data_path="generated:N[:ROOM]"``;
-      ``expert_policy`` and ``mark_played`` added (defaults unchanged).
+      ``expert_policy`` and ``mark_played`` added (defaults unchanged); ``l0_every`` added
+      (default 10, the level as before).
     """
 
     prs_base = EMBODIED_PRS
@@ -125,11 +129,15 @@ class ALFWorldEnv(AgentEnv):
     lists_admissible_actions = True
 
     def __init__(self, data_path: str | None = None, split: str = "train", task_types=None, max_turns: int = 50,
-                 expert: bool = False, cache: bool | str = True, expert_policy: str = "planner", **kwargs: Any):
+                 expert: bool = False, cache: bool | str = True, expert_policy: str = "planner",
+                 l0_every: int = L0_EVERY, **kwargs: Any):
         require_engine()
         super().__init__(max_turns=max_turns, expert=expert, **kwargs)
         if expert_policy not in EXPERT_POLICIES:
             raise ValueError(f"expert_policy must be one of {EXPERT_POLICIES}, got {expert_policy!r}")
+        if isinstance(l0_every, bool) or not isinstance(l0_every, int) or l0_every < 1:
+            raise ValueError(f"l0_every must be an integer >= 1, got {l0_every!r}")
+        self.l0_every = l0_every
         self.expert_policy = expert_policy
         self._played: list[str] = []
         """The commands the engine ran this episode (what the searching expert reads)."""
@@ -156,7 +164,8 @@ class ALFWorldEnv(AgentEnv):
         split = canonical_split(split)
         if split not in self._games:
             roots = {s: resolve_data_root(self.data_path, s) for s in source_splits(split)}
-            games = select_games(split, {s: find_games(root, s, self.task_types) for s, root in roots.items()})
+            games = select_games(split, {s: find_games(root, s, self.task_types) for s, root in roots.items()},
+                                 self.l0_every)
             if not games:
                 where = ", ".join(f"{root!r} ({s})" for s, root in roots.items())
                 raise ValueError(f"no ALFWorld games of types {list(self.task_types)} in split {split!r} under "

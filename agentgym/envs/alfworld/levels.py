@@ -47,11 +47,12 @@ def source_splits(split: str) -> tuple[str, ...]:
     return ("train",) if split == TRAIN_ALL else (split,)
 
 
-def select_games(split: str, games_by_source: dict[str, list]) -> list:
+def select_games(split: str, games_by_source: dict[str, list], l0_every: int = L0_EVERY) -> list:
     """The games of ``split`` from the on-disk splits' games (``GameRecord`` lists, sorted by id).
 
     ``train`` drops the held-out types; ``train_all`` and the validation splits keep everything;
-    levels pick as the module docstring says."""
+    levels pick as the module docstring says, L0 every ``l0_every``-th train game of each seen type
+    (a larger stride gives a smaller pool of training games to replay and measure)."""
     if split == "train":
         return [g for g in games_by_source["train"] if g.task_type not in HELD_OUT_TYPES]
     if split == TRAIN_ALL:
@@ -63,7 +64,7 @@ def select_games(split: str, games_by_source: dict[str, list]) -> list:
         out = []
         for task_type in types:
             of_type = [g for g in games_by_source["train"] if g.task_type == task_type]
-            out += of_type[::L0_EVERY]
+            out += of_type[::l0_every]
         return sorted(out, key=lambda g: g.task_id)
     return [replace(g, task_id=f"{source}/{g.task_id}")
             for source in sources for g in games_by_source[source] if g.task_type in types]

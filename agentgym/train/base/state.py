@@ -23,7 +23,7 @@ from typing import Any
 # RunState field -> its key in a checkpoint's trainer state (the names checkpoints have always used)
 _KEYS = {"step": "step", "data_position": "data_position", "episodes": "episodes_played",
          "seconds": "train_seconds", "evaluation": "evaluation", "curve": "eval_curve",
-         "schedule": "prs_schedule", "extension": "extension"}
+         "schedule": "prs_schedule", "extension": "extension", "tasks": "task_success"}
 
 
 def split_scores(result: dict) -> dict[str, float]:
@@ -58,6 +58,9 @@ class RunState:
     extension: dict[str, Any] = field(default_factory=dict)
     """the extensions' ``state_dict()`` as of the last save, by extension name (rank 0's under
     ``torchrun``; each rank's own are in the checkpoint's ``per_rank``)"""
+    tasks: dict[str, list[int]] = field(default_factory=dict)
+    """per task id of the training stream: episodes played, solved, and played and solved in the
+    task's last step (:class:`agentgym.train.rollout.pool.TaskSuccess`)"""
 
     def add_curve_point(self, result: Mapping[str, Any], step: int | None = None) -> dict[str, float]:
         """Append a held-out result to the learning curve at ``step`` (default: this one); returns
@@ -88,6 +91,7 @@ class RunState:
         self.curve = list(state.get("eval_curve") or [])
         self.schedule = dict(state.get("prs_schedule") or {})
         self.extension = dict(state.get("extension") or {})
+        self.tasks = {str(k): [int(x) for x in v] for k, v in (state.get("task_success") or {}).items()}
 
     @classmethod
     def from_state_dict(cls, state: Mapping[str, Any]) -> RunState:

@@ -10,7 +10,8 @@ from agentgym.train.rollout.episodes import Episode
 
 
 def episode_metrics(episodes: Sequence[Episode], advantages: Sequence[float] | None = None) -> dict[str, float]:
-    """Reward, success, PRS terms, validity and length statistics of one batch of episodes."""
+    """Reward, success, PRS terms, validity and length statistics of one batch of episodes;
+    ``groups/tied_frac`` is the share of its groups whose returns tie (no group-relative signal)."""
     if not episodes:
         return {}
     returns = np.array([ep.ret for ep in episodes], dtype=np.float64)
@@ -29,6 +30,10 @@ def episode_metrics(episodes: Sequence[Episode], advantages: Sequence[float] | N
     if steps:
         out["action/valid_rate"] = float(np.mean([bool(i.get("action_valid", False)) for i in steps]))
         out["action/parse_error_rate"] = float(np.mean([i.get("parse_error") is not None for i in steps]))
+    by_group: dict = {}
+    for ep in episodes:
+        by_group.setdefault((ep.group_key, ep.group), []).append(ep.ret)
+    out["groups/tied_frac"] = float(np.mean([np.ptp(r) <= 1e-6 for r in by_group.values()]))
     finished = [ep for ep in episodes if ep.episode_terms]
     names = sorted({k for ep in finished for k in ep.episode_terms})
     for name in names:

@@ -14,6 +14,7 @@ continues exactly where the saved one stopped (SPEC §7).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -46,8 +47,12 @@ from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.rollout.collector import Collector
 from agentgym.train.rollout.envs import make_env_batch
 from agentgym.train.rollout.generators import make_generator
+from agentgym.train.rollout.pool import TaskSuccess
 from agentgym.train.rollout.tasks import TaskStream
 from agentgym.train.view import RunView
+
+TASK_SUCCESS_FILE = "task_success.json"
+"""Per task of the training stream, episodes played and solved (written with each checkpoint)."""
 
 if TYPE_CHECKING:
     import torch
@@ -287,4 +292,14 @@ def save(run: RunSetup, state: RunState) -> None:
                                   optimizer=run.optimizer.state_dict() if optimizer_state is None else optimizer_state,
                                   rng=rng_state(), per_rank=per_rank if dist.active else [])
         write_checkpoint(run.config.run.output_dir, record, run.model, run.tokenizer, model_state=model_state)
+        if state.tasks:
+            _write_json(os.path.join(run.config.run.output_dir, TASK_SUCCESS_FILE), TaskSuccess(state.tasks).table())
     dist.barrier()
+
+
+def _write_json(path: str, obj: Any) -> None:
+    """``obj`` as JSON at ``path``, written whole or not at all (a temporary file, then a rename)."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1)
+    os.replace(tmp, path)
