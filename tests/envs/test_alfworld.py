@@ -70,6 +70,9 @@ def test_split_names_and_aliases(root):
         ALFWorldEnv(data_path=root, split="validation")
     with pytest.raises(ValueError, match="no ALFWorld games"):
         ALFWorldEnv(data_path=os.path.join(root, "nowhere"))
+    for bad in (0, 2.5, True, "10"):
+        with pytest.raises(ValueError, match="l0_every must be an integer >= 1"):
+            ALFWorldEnv(data_path=root, l0_every=bad)
     env.close()
 
 

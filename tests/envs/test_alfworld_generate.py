@@ -128,6 +128,12 @@ def test_levels_of_a_generated_set_are_disjoint_from_training(big_root):
         assert levels[level] and {g.task_type for g in levels[level]} == set(types)
         assert not {key[g.path] for g in levels[level]} & train_all_keys
     assert not {key[g.path] for g in levels["L1"]} & {key[g.path] for g in levels["L2"]}
+    # a larger stride (the env's l0_every) keeps every k-th train game of each seen type: a smaller pool
+    for every in (1, 3):
+        pool = select_games("L0", games, l0_every=every)
+        for task_type in SEEN_TYPES:
+            of_type = [g.task_id for g in train if g.task_type == task_type]
+            assert sorted(g.task_id for g in pool if g.task_type == task_type) == sorted(of_type[::every])
 
 
 def test_split_pools_are_disjoint_and_their_size_is_the_documented_ceiling():
