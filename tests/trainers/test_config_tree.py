@@ -215,3 +215,22 @@ def test_agentgym_eval_sends_the_sampling_flags_to_the_policy(chat_server, capsy
         main(["--model", "m", "--temperature", "-1"])
     assert e.value.code == 2
     assert capsys.readouterr().err == "agentgym eval: error: --temperature must be a finite number >= 0, got -1.0\n"
+
+
+@pytest.mark.parametrize("module", [vspo, gigpo, dapo, ppo, gcd])
+def test_a_recipe_sets_the_run_and_the_flags_go_over_it(module, tmp_path, capsys):
+    # (a small generated set under the recipe's env, so the env check makes no 16,000-game set)
+    out = ["--output-dir", str(tmp_path / "run"), "--env-kwargs", '{"data_path": "generated:40:tiny"}']
+    base = parse(type(module.defaults()), ["--recipe", "alfworld-l0", *out], default=module.defaults())
+    assert (base.env.env_id, base.env.preset, base.env.split, base.model.model) == (
+        "ALFWorld-v0", "tiny-rooms", "L0", "tiny-small")
+    assert (base.cold_start.expert_split, base.cold_start.num_episodes, base.eval.eval_split) == ("train", 512, "L0,L1")
+    # the method's own defaults stay (the recipe sets only what it names)
+    assert type(base) is type(module.defaults())
+    seeded = parse(type(module.defaults()), ["--recipe=alfworld-l0", "--seed", "1", *out], default=module.defaults())
+    assert seeded.run.seed == 1 and build(type(base), _default=seeded, seed=0) == base  # --seed changes only the seed
+    for argv, said in ((["--recipe", "nope"], "error: --recipe 'nope' is not a recipe; choose one of alfworld-l0\n"),
+                       (["--recipe"], "error: --recipe needs a name: one of alfworld-l0\n")):
+        with pytest.raises(SystemExit) as e:
+            parse(type(module.defaults()), argv + out, default=module.defaults())
+        assert e.value.code == 2 and capsys.readouterr().err == said

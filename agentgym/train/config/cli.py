@@ -13,6 +13,7 @@ from agentgym.output_paths import OutputPathError, check_output_dir, disk_full
 from agentgym.settings import checks_deferred
 from agentgym.train.base.errors import ConfigError
 from agentgym.train.base.flags import reject_former_flags
+from agentgym.train.config.recipes import RECIPES, apply_recipe, recipe_from_argv
 
 C = TypeVar("C")
 
@@ -48,12 +49,18 @@ def exit_on_config_error():
 
 def parse(config_cls: type[C], argv: list[str] | None = None, description: str | None = None,
           default: C | None = None) -> C:
-    """Parse the command line into ``config_cls`` (starting from ``default``) and validate it; a
-    bad setting exits with one line naming the flag (exit status 2, like argparse), as does a former
-    flag spelling (``--cold-start-steps``), naming the current one."""
+    """Parse the command line into ``config_cls`` (starting from ``default``, or from ``--recipe
+    NAME`` applied over it: :mod:`agentgym.train.config.recipes`) and validate it; a bad setting
+    exits with one line naming the flag (exit status 2, like argparse), as does a former flag
+    spelling (``--cold-start-steps``), naming the current one."""
     argv = _bare_resume(list(sys.argv[1:] if argv is None else argv))
     with exit_on_config_error():
         reject_former_flags(config_cls, argv)
+        recipe, argv = recipe_from_argv(argv)
+        if recipe is not None:
+            default = apply_recipe(config_cls, default if default is not None else config_cls(), recipe)
+    description = (f"{description or ''}\n\n--recipe NAME: start from a named run recipe ({', '.join(RECIPES)}; "
+                   "docs/trainers.md), the other flags over it").strip()
     with checks_deferred():  # checked below, as a whole, so that an error names the flag
         config = tyro.cli(config_cls, args=argv, description=description, default=default)
     with exit_on_config_error():

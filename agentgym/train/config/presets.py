@@ -6,6 +6,9 @@ own defaults. Declared here once, and read by the trainers (``--preset``), ``age
 
 - ``none``: every env's own defaults, what ``gym.make(env_id)`` gives.
 - ``tiny``: settings the built-in tiny models can learn on CPU (short episodes, short prompts).
+- ``tiny-rooms``: ALFWorld in tiny rooms with numbered admissible actions, sampled under the
+  constraint, and a 128-game L0 pool (``l0_every``) for runs that train on ``--split L0``: the
+  ``alfworld-l0`` recipe's env (:mod:`agentgym.train.config.recipes`).
 - ``auto`` (the default): the env kwargs the ``--model`` directory records for the env (a
   cold start's or a trainer checkpoint's), else ``tiny`` for the built-in tiny models
   (:data:`TINY_MODELS`), else ``none``. So a real checkpoint trains on the env's own defaults
@@ -37,6 +40,7 @@ RECORDED = "recorded"
 """What ``auto`` resolves to when the model directory records env kwargs for the env."""
 
 TINY_TOOLQA_PROMPT = "Search with <search>query</search>, then reply <answer>answer</answer>."
+TINY_ALFWORLD_PROMPT = "Solve the household task. Reply with the number of one admissible action."
 
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "none": {},
@@ -48,8 +52,17 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         # the task and the last steps in every observation and numbered admissible actions, so the
         # model copies no object name; small rooms keep the list short (docs/benchmarks.md)
         "ALFWorld-v0": {"observation": "history+admissible", "history": 2, "action_format": "choice",
-                        "max_turns": 15, "data_path": "generated:4000:small",
-                        "system_prompt": "Solve the household task. Reply with the number of one admissible action."},
+                        "max_turns": 15, "data_path": "generated:4000:small", "system_prompt": TINY_ALFWORLD_PROMPT},
+    },
+    "tiny-rooms": {
+        # tiny rooms (4 receptacles, 4 objects), the task and the numbered admissible actions with
+        # the played ones marked, replies sampled only among those numbers, the searching expert a
+        # policy can imitate, and L0 every 67th training game of each seen type: 128 games
+        # (docs/benchmarks.md, "ALFWorld-v0: what RL learns at L0")
+        "ALFWorld-v0": {"observation": "history+admissible", "history": 0, "action_format": "choice",
+                        "mark_played": True, "constrained_choice": True, "l0_every": 67,
+                        "data_path": "generated:16000:tiny", "expert_policy": "search", "max_turns": 15,
+                        "system_prompt": TINY_ALFWORLD_PROMPT},
     },
 }
 
@@ -57,7 +70,7 @@ def preset_choices() -> tuple[str, ...]:
     """Every name ``--preset`` takes.
 
     >>> preset_choices()
-    ('auto', 'none', 'tiny')
+    ('auto', 'none', 'tiny', 'tiny-rooms')
     """
     return (AUTO, *PRESETS)
 
