@@ -6,9 +6,11 @@ PRS against binary reward, several seeds each, every method on the same budget o
     python benchmarks/learning_curves.py --methods vspo vspo-async1   # learning with --async-steps 1 beside sync
     python benchmarks/learning_curves.py --methods grpo rft     # the RFT baseline (not in the default set)
     python benchmarks/learning_curves.py --report-only          # tables and plots from finished cells
+    python benchmarks/learning_curves.py --recipe alfworld-l0 --eval-split L0,L1,L2 \
+        --methods grpo control vspo gcd gcd-nocorrection gigpo grpo-binary   # ALFWorld at L0/L1/L2
 
 A cell is one (method, seed): one run of that method's trainer on its defaults (the README's main
-job), stopped at ``--max-episodes`` env episodes (extra rollouts such as VSPO's resampling and
+job), or on a run recipe's (``--recipe``, :mod:`agentgym.train.config.recipes`), stopped at ``--max-episodes`` env episodes (extra rollouts such as VSPO's resampling and
 DAPO's oversampling count against it) and evaluated on the held-out split every ``--eval-every``
 steps. Each seed's cold start is built once and handed to every method as ``--model DIR`` (GCD's
 own recipe mixes in judge samples, so it gets its own). A finished cell is read back and a cell
@@ -39,6 +41,8 @@ METHODS = {
     "gigpo": ("gigpo", {}),
     "dapo": ("dapo", {}),
     "gcd": ("gcd", {}),
+    # GCD without its "Common mistakes" list (the judge's loss alone)
+    "gcd-nocorrection": ("gcd", {"gcd": {"correction": False}}),
     "grpo-binary": ("grpo", {"reward_mode": "binary"}),
     "ppo": ("ppo", {}),
     # rejection-sampling fine-tuning (SFT on the policy's own successes): a baseline beside the
@@ -49,8 +53,12 @@ METHODS = {
     # step drains the rollout pipeline, so 1 step in --eval-every overlaps nothing.
     "vspo-async1": ("vspo", {"async_steps": 1}),
     "grpo-async1": ("grpo", {"async_steps": 1}),
+    # the paired control: GRPO at a learning rate of ~0 on the same task stream (same tasks and
+    # sampling seeds), so its curve is what the cold start does on that stream; not in the default set
+    "control": ("grpo", {"learning_rate": 1e-12}),
 }
-DEFAULT_METHODS = [m for m, (_, extra) in METHODS.items() if not extra.get("async_steps") and m != "rft"]
+NOT_DEFAULT = ("rft", "control", "gcd-nocorrection")
+DEFAULT_METHODS = [m for m, (_, extra) in METHODS.items() if not extra.get("async_steps") and m not in NOT_DEFAULT]
 
 
 @functools.cache
@@ -93,13 +101,21 @@ def first_reaching(curve: list[dict], threshold: float, metric: str = "success")
     return next((p for p in curve if p[metric] >= threshold), None)
 
 
+def script_defaults(args, module):
+    """The config ``module``'s script runs with when given no flags, or with ``--recipe`` alone."""
+    from agentgym.train.config.recipes import apply_recipe
+
+    defaults = module.defaults()
+    return apply_recipe(type(defaults), defaults, args.recipe) if args.recipe else defaults
+
+
 def cell_config(args, method: str, seed: int, model: str, out: str):
     """The config of one cell: the method's script defaults plus the benchmark's shared settings."""
     from agentgym.train.base.flags import build
 
     script, extra = METHODS[method]
     module = trainer(script)
-    defaults = module.defaults()  # the config the script runs with when given no flags
+    defaults = script_defaults(args, module)
     values = dict(seed=seed, output_dir=out, model=model, env_id=args.env_id, max_episodes=args.max_episodes,
                   num_steps=10 ** 6, eval_every=args.eval_every, eval_episodes=args.eval_episodes,
                   cpu_threads=args.cpu_threads, save_every=args.eval_every, resume="auto", progress=False,
@@ -118,7 +134,7 @@ def cold_start_dir(args, method: str, seed: int) -> str:
     from agentgym.train.run.setup import cold_start
 
     module = trainer(METHODS[method][0])
-    defaults = module.defaults()
+    defaults = script_defaults(args, module)
     recipe = "judge" if defaults.cold_start.judge_samples else "plain"
     out = os.path.join(args.out, "cold_start", args.env_id, f"{recipe}-seed{seed}")
     values = dict(seed=seed, output_dir=out, env_id=args.env_id, cpu_threads=args.cpu_threads,
@@ -146,11 +162,20 @@ def run_cell(args, method: str, seed: int) -> dict:
     result = module.main(config)
     row = {"env_id": args.env_id, "method": method, "seed": seed, "curve": result.curve,
            "wall_seconds": time.perf_counter() - t, "steps": result.curve[-1]["step"],
-           "episodes": result.curve[-1]["episodes"]}
+           "episodes": result.curve[-1]["episodes"], **run_totals(os.path.join(out, "metrics.jsonl"))}
     with open(done + ".tmp", "w") as f:
         json.dump(row, f)
     os.replace(done + ".tmp", done)
     return row
+
+
+def run_totals(metrics_path: str) -> dict:
+    """What a cell's ``metrics.jsonl`` says over the whole run: the mean share of tied groups among
+    those played, and VSPO's replaced groups in all (0 for other methods)."""
+    rows = [json.loads(line) for line in open(metrics_path)] if os.path.exists(metrics_path) else []
+    tied = [r["groups/played_tied_frac"] for r in rows if "groups/played_tied_frac" in r]
+    return {"tied_frac": sum(tied) / len(tied) if tied else None,
+            "groups_replaced": sum(r.get("vspo/groups_replaced", 0) for r in rows)}
 
 
 def summarize(cells: list[dict], threshold: float | None, metric: str = "success") -> dict:
@@ -180,6 +205,7 @@ def summarize(cells: list[dict], threshold: float | None, metric: str = "success
             "return_after_mean_ci": mean_ci([c["curve"][-1]["return"] for c in mine]),
             "reached": len(reached), "to_threshold": {k: mean_of(k) for k in ("step", "episodes", "seconds")},
             "episodes": [c["episodes"] for c in mine], "steps": [c["steps"] for c in mine],
+            "tied_frac": [c.get("tied_frac") for c in mine], "groups_replaced": [c.get("groups_replaced") for c in mine],
             "splits": {split: {"before": [c["curve"][0][f"{split}/success"] for c in mine],
                                "after": [c["curve"][-1][f"{split}/success"] for c in mine]}
                        for split in eval_splits(mine)},
@@ -203,11 +229,12 @@ def table(env_id: str, summary: dict) -> str:
         return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{nd}f}"
 
     threshold = "none" if summary["threshold"] is None else f"{summary['threshold']:.3f}"
-    lines = [f"**{env_id}**, held-out evaluation (the time-to columns: {summary['metric']} reaching {threshold})", "",
+    lines = [f"**{env_id}**, held-out evaluation (the time-to columns: {summary['metric']} reaching {threshold}; "
+             "tied groups: the mean share of played groups whose returns tie; groups replaced: VSPO's, per run)", "",
              "| method | success before | success after (mean ± 95% CI) | gain (mean ± 95% CI) | per seed "
              "(before → after) | PRS return before → after (± 95% CI) | reached | steps to it | episodes to it "
-             "| train s to it |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| train s to it | tied groups | groups replaced |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     most = max((len(s["seeds"]) for s in summary["methods"].values()), default=0)
     for m, s in summary["methods"].items():
         (a, ah), (g, gh) = s["after_mean_ci"], s["gain_mean_ci"]
@@ -216,9 +243,13 @@ def table(env_id: str, summary: dict) -> str:
         seeds = ", ".join(f"{x:.2f}→{y:.2f}" for x, y in zip(s["before"], s["after"]))
         t = s["to_threshold"]
         r0, (r1, rh) = sum(s["return_before"]) / len(s["return_before"]), s["return_after_mean_ci"]
+        tied = [x for x in s.get("tied_frac", []) if x is not None]
+        replaced = [x for x in s.get("groups_replaced", []) if x is not None]
         lines.append(f"| {name} | {f(sum(s['before']) / len(s['before']))} | {f(a)} ± {f(ah)} | {g:+.3f} ± {f(gh)} | "
                      f"{seeds} | {f(r0)} → {f(r1)} ± {f(rh)} | {s['reached']}/{len(s['seeds'])} | "
-                     f"{f(t['step'], 0)} | {f(t['episodes'], 0)} | {f(t['seconds'], 0)} |")
+                     f"{f(t['step'], 0)} | {f(t['episodes'], 0)} | {f(t['seconds'], 0)} | "
+                     f"{f(sum(tied) / len(tied) if tied else None, 2)} | "
+                     f"{f(sum(replaced) / len(replaced) if replaced else None, 0)} |")
     splits = list(next(iter(summary["methods"].values()), {}).get("splits", {}))
     if splits:  # several --eval-split splits: success on each, before -> after
         lines += ["", "Held-out success by split, before → after (mean over seeds; gain ± 95% CI):", "",
@@ -290,7 +321,10 @@ def report(args) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--env-id", default="ToolQA-v0")
+    p.add_argument("--recipe", default=None,
+                   help="start every cell and cold start from this run recipe (e.g. alfworld-l0), the settings "
+                        "below over it")
+    p.add_argument("--env-id", default=None, help="default: the recipe's env, else ToolQA-v0")
     p.add_argument("--env-kwargs", default=None,
                    help="JSON merged over the trainers' env preset (--preset auto; "
                         "`--override '{\"preset\": \"none\"}'`: over the env's own defaults)")
@@ -301,7 +335,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--max-episodes", type=int, default=None,
                    help="env-episode budget of every cell (default: the main job's, num_steps x episodes per step)")
-    p.add_argument("--eval-every", type=int, default=25, help="held-out evaluation every N steps")
+    p.add_argument("--eval-every", type=int, default=None,
+                   help="held-out evaluation every N steps (default: the recipe's, else 25)")
     p.add_argument("--eval-episodes", type=int, default=None, help="default: the trainers' default")
     p.add_argument("--eval-split", default=None,
                    help="held-out split, or a comma-separated list (e.g. L1,L0,L2: the table then has "
@@ -319,9 +354,14 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--report-only", action="store_true", help="only read finished cells and write the report")
     args = p.parse_args(argv)
     from agentgym.train.base.flags import build
+    from agentgym.train.config.recipes import apply_recipe
     from agentgym.train.config.tree import TrainConfig
 
-    base = TrainConfig()
+    base = apply_recipe(TrainConfig, TrainConfig(), args.recipe) if args.recipe else TrainConfig()
+    if args.env_id is None:
+        args.env_id = base.env.env_id
+    if args.eval_every is None:
+        args.eval_every = base.eval.eval_every if args.recipe and base.eval.eval_every > 0 else 25
     for key, value in args.override.items():  # the budget follows overridden batch settings
         try:
             base = build(TrainConfig, _default=base, **{key: value})

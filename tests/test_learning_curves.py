@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from agentgym.train.base.flags import build
+
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("learning_curves", ROOT / "benchmarks" / "learning_curves.py")
 lc = importlib.util.module_from_spec(spec)
@@ -69,6 +71,7 @@ class Args:
     env_id, env_kwargs, max_episodes, eval_every, eval_episodes, cpu_threads = "ToolQA-v0", None, 8, 2, 2, 1
     eval_split = None
     override = {}
+    recipe = None
 
 
 def test_binary_cells_train_on_binary_reward_and_the_rest_on_prs(tmp_path):
@@ -88,6 +91,31 @@ def test_async_cells_run_their_method_one_step_ahead_and_are_not_in_the_default_
     assert lc.cell_config(Args, "grpo-async1", 0, "tiny", str(tmp_path))[1].rollout.async_steps == 1
     assert "vspo-async1" not in lc.DEFAULT_METHODS and "grpo-async1" not in lc.DEFAULT_METHODS
     assert len(lc.DEFAULT_METHODS) == 7
+
+
+def test_recipe_cells_take_the_recipe_and_the_control_and_gcd_variants_differ_in_one_setting(tmp_path):
+    class Recipe(Args):
+        env_id, recipe, eval_every, max_episodes = "ALFWorld-v0", "alfworld-l0", 100, 4800
+
+    _, grpo = lc.cell_config(Recipe, "grpo", 1, "m", str(tmp_path))
+    assert (grpo.env.preset, grpo.env.split, grpo.rollout.group_size, grpo.optim.learning_rate) == (
+        "tiny-rooms", "L0", 4, 5e-4)
+    assert (grpo.run.seed, grpo.model.model, grpo.run.max_episodes) == (1, "m", 4800)
+    _, control = lc.cell_config(Recipe, "control", 1, "m", str(tmp_path))
+    assert control.optim.learning_rate == 1e-12
+    assert build(type(control), _default=control, learning_rate=5e-4) == grpo  # the same run in every other setting
+    _, gcd = lc.cell_config(Recipe, "gcd", 1, "m", str(tmp_path))
+    _, plain = lc.cell_config(Recipe, "gcd-nocorrection", 1, "m", str(tmp_path))
+    assert gcd.gcd.correction and not plain.gcd.correction and gcd.env.split == plain.env.split == "L0"
+    assert not {"control", "gcd-nocorrection", "rft"} & set(lc.DEFAULT_METHODS)
+
+
+def test_a_cells_totals_read_its_metrics(tmp_path):
+    rows = [{"step": 1, "groups/played_tied_frac": 0.5, "vspo/groups_replaced": 2},
+            {"step": 2, "groups/played_tied_frac": 0.25, "vspo/groups_replaced": 1}]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert lc.run_totals(str(tmp_path / "metrics.jsonl")) == {"tied_frac": 0.375, "groups_replaced": 3}
+    assert lc.run_totals(str(tmp_path / "none.jsonl")) == {"tied_frac": None, "groups_replaced": 0}
 
 
 def test_a_method_run_on_fewer_seeds_says_how_many_in_the_table():
