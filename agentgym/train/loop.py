@@ -10,11 +10,13 @@ this loop on its own share of the groups (:mod:`agentgym.train.optim.distributed
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from agentgym.rewards.prs import stage_pass_rate
@@ -57,9 +59,34 @@ class TrainResult:
         return len(self.history)
 
 
+def whole_split(env_id: str, env_kwargs: dict, split: str, num_episodes: int) -> list[str] | None:
+    """The tasks ``num_episodes`` evaluation episodes play when the env lists no more than that many
+    tasks in ``split`` (a pool of training games, ALFWorld's ``L0`` with ``l0_every``): every task
+    in turn, each as often as the others (one more for the first ``num_episodes mod n``), so the
+    evaluation measures the whole split rather than a draw of it. None for a larger split, or an
+    env that cannot list its tasks: episode k plays the task ``reset(seed=eval_seed + k)`` picks."""
+    key = (env_id, json.dumps(env_kwargs, sort_keys=True, default=str), split)
+    if key not in _SPLIT_TASKS:
+        env = gym.make(env_id, **env_kwargs)
+        try:
+            lister = getattr(env.unwrapped, "task_ids", None)
+            _SPLIT_TASKS[key] = lister(split) if lister is not None else None
+        finally:
+            env.close()
+    tasks = _SPLIT_TASKS[key]
+    if not tasks or len(tasks) > num_episodes:
+        return None
+    return [tasks[k % len(tasks)] for k in range(num_episodes)]
+
+
+_SPLIT_TASKS: dict[tuple, list[str] | None] = {}
+"""Each (env, kwargs, split)'s task list, looked up once per process."""
+
+
 def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=None) -> dict:
     """Success rate and PRS return of the current policy on held-out tasks (the same tasks and
-    sampling seed every time; the run's random streams are left as they were). The return is the
+    sampling seed every time; the run's random streams are left as they were). A split with no
+    more tasks than ``--eval-episodes`` is played whole (:func:`whole_split`). The return is the
     PRS return even when training uses ``--reward-mode binary``, so runs compare on one scale.
     ``system_prompt_hook``: the extensions' system-prompt rewrite, so the policy is evaluated with
     the prompt it is trained with (GCD's current "Common mistakes" list). With several
@@ -78,7 +105,8 @@ def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=N
             results[split] = evaluate(policy, config.env.env_id, {**env_kwargs, "reward_mode": "prs"}, split,
                                       e.eval_episodes, batch_size=min(32, e.eval_episodes), seed=e.eval_seed,
                                       sampling=r.sampling, window=r.window if r.layout == "window" else None,
-                                      system_prompt_hook=system_prompt_hook)
+                                      system_prompt_hook=system_prompt_hook,
+                                      task_ids=whole_split(config.env.env_id, env_kwargs, split, e.eval_episodes))
     finally:
         set_rng_state(saved)
     headline = dict(results[e.eval_splits[0]])

@@ -262,3 +262,16 @@ def test_rollout_mode_reaches_the_collector_and_in_process_envs_play_it_as_locks
                                 rollout_mode="overlapped", backend="process"))
     row = proc.history[0]
     assert row["episodes/played"] == 4 and row["time/rollout"] > 0 and torch.isfinite(torch.tensor(row["loss/policy"]))
+
+
+def test_a_split_no_larger_than_the_evaluation_is_played_whole():
+    from collections import Counter
+
+    from agentgym.train.loop import whole_split
+
+    kwargs = {"question_kinds": ["single_hop"], "max_turns": 2}
+    tasks = whole_split("ToolQA-v0", kwargs, "valid", 700)  # 309 questions: each twice, the first 82 three times
+    counts = Counter(tasks)
+    assert len(tasks) == 700 and len(counts) == 309 and sorted(Counter(counts.values()).items()) == [(2, 227), (3, 82)]
+    assert tasks[:309] == tasks[309:618]  # in the env's own order, pass after pass
+    assert whole_split("ToolQA-v0", kwargs, "valid", 256) is None  # a larger split: seeded draws, as before
