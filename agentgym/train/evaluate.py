@@ -48,7 +48,7 @@ def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, spli
              num_episodes: int = 64, batch_size: int = 16, seed: int = 0, sampling=None,
              window: int | None = None, prs_stage: float | None = None,
              system_prompt_hook=None, task_ids: Sequence[str] | None = None,
-             per_episode: bool = False) -> dict[str, Any]:
+             per_episode: bool = False, keep_episodes: list | None = None) -> dict[str, Any]:
     """Play ``num_episodes`` episodes with ``policy`` and summarize them.
 
     Episode k is the task ``reset(seed=seed + k)`` picks, so results are comparable across models.
@@ -56,7 +56,8 @@ def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, spli
     then their count), still reset with seed ``seed + k``. ``system_prompt_hook`` rewrites each
     episode's system prompt, as a trainer's extensions do in training (GCD's "Common mistakes"
     list). ``per_episode``: also return each episode's ``task_id``, ``success`` and ``return``, in
-    order.
+    order. ``keep_episodes``: a list the played :class:`~agentgym.train.rollout.episodes.Episode`
+    objects are appended to, in order (a trainer's saved evaluation episodes).
     """
     if task_ids is not None:
         num_episodes = len(task_ids)
@@ -78,6 +79,8 @@ def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, spli
             episodes += got[: num_episodes - start]
     finally:
         envs.close()
+    if keep_episodes is not None:
+        keep_episodes.extend(episodes)
     terms = sorted({k for ep in episodes for k in ep.episode_terms})
     metric_names = sorted({k for ep in episodes for k in ep.metrics})
     out = {

@@ -83,7 +83,7 @@ _SPLIT_TASKS: dict[tuple, list[str] | None] = {}
 """Each (env, kwargs, split)'s task list, looked up once per process."""
 
 
-def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=None) -> dict:
+def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=None, keep=None) -> dict:
     """Success rate and PRS return of the current policy on held-out tasks (the same tasks and
     sampling seed every time; the run's random streams are left as they were). A split with no
     more tasks than ``--eval-episodes`` is played whole (:func:`whole_split`). The return is the
@@ -91,7 +91,8 @@ def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=N
     ``system_prompt_hook``: the extensions' system-prompt rewrite, so the policy is evaluated with
     the prompt it is trained with (GCD's current "Common mistakes" list). With several
     ``--eval-split`` splits the result is the first one's, and ``splits`` holds each split's
-    ``success_rate`` and ``prs_return`` (each split played from the same seeds as if alone)."""
+    ``success_rate`` and ``prs_return`` (each split played from the same seeds as if alone).
+    ``keep(split, episodes)``, when given, gets each split's played episodes (the saved episodes)."""
     import torch
 
     from agentgym.train.run.checkpoint import rng_state, set_rng_state
@@ -102,11 +103,14 @@ def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=N
     try:
         for split in e.eval_splits:
             torch.manual_seed(config.run.seed + 1_000_003)
+            played = [] if keep is not None else None
             results[split] = evaluate(policy, config.env.env_id, {**env_kwargs, "reward_mode": "prs"}, split,
                                       e.eval_episodes, batch_size=min(32, e.eval_episodes), seed=e.eval_seed,
                                       sampling=r.sampling, window=r.window if r.layout == "window" else None,
-                                      system_prompt_hook=system_prompt_hook,
+                                      system_prompt_hook=system_prompt_hook, keep_episodes=played,
                                       task_ids=whole_split(config.env.env_id, env_kwargs, split, e.eval_episodes))
+            if keep is not None:
+                keep(split, played)
     finally:
         set_rng_state(saved)
     headline = dict(results[e.eval_splits[0]])
@@ -137,6 +141,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
 
             # ----- advantages -----
             advantages, samples = _advantages(run, state, rollouts, batch)
+            run.episode_log.step(step + 1, batch, advantages)  # --log-episodes: RUN_DIR/episodes/
 
             # ----- update -----
             update_metrics, update_time = _learner_update(run, rollouts, samples, step)
@@ -172,7 +177,7 @@ def train(config: TrainConfig, extensions: Sequence[TrainerExtension] | TrainerE
 def _evaluate_before(run: RunSetup, state: RunState) -> None:
     """The held-out evaluation before training (once per run: a resumed run has it already)."""
     if run.config.eval.eval_episodes > 0 and "before" not in state.evaluation:
-        state.evaluation["before"] = _held_out(run)
+        state.evaluation["before"] = _held_out(run, state)
         state.add_curve_point(state.evaluation["before"], step=0)
 
 
@@ -237,7 +242,7 @@ def _evaluate_during(run: RunSetup, state: RunState, rollouts, metrics: dict, do
         # the end-of-run evaluation comes before the last checkpoint, so that checkpoint's
         # curve ends at its own step when a later run resumes from it
         with rollouts.paused():
-            res = _held_out(run)
+            res = _held_out(run, state)
         if done:
             state.evaluation["after"] = res
         point = state.add_curve_point(res)
@@ -258,11 +263,12 @@ def _log(run: RunSetup, state: RunState, result: TrainResult, bar, metrics: dict
         bar.write(summary_line(state.step, metrics))
 
 
-def _held_out(run: RunSetup) -> dict:
-    """The held-out evaluation, on rank 0 (FSDP: on gathered weights), broadcast to every rank."""
+def _held_out(run: RunSetup, state: RunState) -> dict:
+    """The held-out evaluation, on rank 0 (FSDP: on gathered weights), broadcast to every rank; its
+    episodes saved with ``--log-episodes``."""
     with fsdp.gathered(run.model):
-        res = run_eval(run.config, run.policy, run.env_kwargs, run.extensions.system_prompt) \
-            if run.dist.is_main else None
+        res = run_eval(run.config, run.policy, run.env_kwargs, run.extensions.system_prompt,
+                       run.episode_log.keeper(state.step)) if run.dist.is_main else None
     return run.dist.broadcast(res)
 
 
@@ -270,7 +276,7 @@ def _evaluate_after(run: RunSetup, state: RunState) -> None:
     """The end-of-run evaluation when the loop did not make it (a finished run resumed), its metrics
     and the before/after line."""
     if "after" not in state.evaluation:
-        state.evaluation["after"] = _held_out(run)
+        state.evaluation["after"] = _held_out(run, state)
         state.add_curve_point(state.evaluation["after"])
     if run.logger is not None:
         run.logger.log(state.step, {f"eval/{k}/{when}": v for when, res in state.evaluation.items()

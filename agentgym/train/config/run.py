@@ -38,11 +38,15 @@ class RunConfig(BaseRunConfig):
     """checkpoint every this many steps (and at the end; 0: only at the end)"""
     resume: str | None = None
     """resume from a checkpoint: a path, or `auto` (also the bare flag) for OUTPUT_DIR's latest"""
+    log_episodes: int = 2
+    """groups of each step kept in OUTPUT_DIR/episodes/ with every held-out evaluation's episodes,
+    for `agentgym view` (0: none; docs/trainers.md, "Saved episodes")"""
 
     def validate(self) -> None:
         at_least("num-steps", self.num_steps, 1)
         at_least("max-episodes", self.max_episodes, 0)
         at_least("save-every", self.save_every, 0)
+        at_least("log-episodes", self.log_episodes, 0)
         if self.resume not in (None, "auto") and not os.path.exists(self.resume):
             raise ConfigError(f"--resume {self.resume!r} does not exist (give a checkpoint or run directory, or `auto`)")
 

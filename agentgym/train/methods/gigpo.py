@@ -191,6 +191,8 @@ class GiGPO(TrainerExtension):
             [ep.group for ep in episodes], [anchors_of(ep, self.cfg.anchor) for ep in episodes],
             [ep.rewards[:len(ep.turns)] for ep in episodes], self.cfg.gamma, self.cfg.step_std_normalize)
         self._metrics = {f"gigpo/{k}": v for k, v in stats.items()}
+        for ep, a in zip(episodes, step_adv):  # for the saved episodes (--log-episodes)
+            ep.turn_signals["gigpo/step_advantage"] = [float(x) for x in a]
         return combine_advantages(advantages, step_adv, self.cfg.omega)
 
     def metrics(self) -> dict[str, float]:

@@ -264,6 +264,7 @@ class PPO(TrainerExtension):
             got = ep.rewards[:n]
             rewards[:len(got)] = got
             a, ret = gae(rewards, v, self.cfg.gae_gamma, self.cfg.gae_lambda)
+            ep.turn_signals["ppo/value"] = v.tolist()  # for the saved episodes (--log-episodes)
             values.append(v)
             raw.append(a)
             returns.append(ret)

@@ -363,7 +363,10 @@ class VSPO(TrainerExtension):
     def _remember(self, groups: dict[int, list[Episode]]) -> None:
         for group in groups.values():
             ep = group[0]
-            self.buffer.update(ep.group_key, _returns(group), {"seed": ep.seed, "options": dict(ep.reset_options)})
+            rec = self.buffer.update(ep.group_key, _returns(group), {"seed": ep.seed, "options": dict(ep.reset_options)})
+            for member in group:  # for the saved episodes (--log-episodes)
+                member.signals.update({"vspo/resampled": member.tag == "resample", "vspo/task_value": rec.value,
+                                       "vspo/visits": rec.visits})
 
     def _to_drop(self, groups: dict[int, list[Episode]]) -> list[int]:
         ids = list(groups)
@@ -400,6 +403,8 @@ class VSPO(TrainerExtension):
                     if key in reused:
                         self.buffer.mark_reused(key)
                         self.reuse_of_group[g] = self.buffer.get(key).reuses if key in self.buffer else 1
+                        for ep in eps:
+                            ep.signals["vspo/reuses"] = self.reuse_of_group[g]
                 self._remember(played)
                 bad = set(self._to_drop(played))
                 for g, eps in played.items():

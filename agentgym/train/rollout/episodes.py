@@ -108,6 +108,12 @@ class Episode:
     """Per observation, the engine's own text (``info["raw_observation"]`` where the env wraps it,
     else the observation): what step grouping and revisit labels compare, since a wrapped
     observation also holds history and so never repeats."""
+    signals: dict[str, Any] = field(default_factory=dict)
+    """What the training method says of the whole episode, by name (``vspo/task_value``...): never
+    read by training, kept in the saved episodes (``--log-episodes``) for ``agentgym view``."""
+    turn_signals: dict[str, list] = field(default_factory=dict)
+    """What the method says of each turn, by name, one value per turn (``gigpo/step_advantage``,
+    ``gcd/label``...): as :attr:`signals`, for the saved episodes only."""
 
     @property
     def done(self) -> bool:

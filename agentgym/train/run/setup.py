@@ -18,7 +18,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -49,6 +49,7 @@ from agentgym.train.rollout.envs import make_env_batch
 from agentgym.train.rollout.generators import make_generator
 from agentgym.train.rollout.pool import TaskSuccess
 from agentgym.train.rollout.tasks import TaskStream
+from agentgym.train.run.episode_log import EpisodeLog
 from agentgym.train.view import RunView
 
 TASK_SUCCESS_FILE = "task_success.json"
@@ -101,6 +102,8 @@ class RunSetup:
     """what the extensions read of the run"""
     logger: MetricsLogger | None = None
     """metrics.jsonl and TensorBoard (rank 0 only)"""
+    episode_log: EpisodeLog = field(default_factory=EpisodeLog.off)
+    """the episodes kept on disk, ``--log-episodes`` (rank 0 only)"""
     dir_lock: DirLock | None = None
     """this run's hold on its output directory (rank 0 only)"""
 
@@ -198,8 +201,9 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
                      generator, envs, collector, stream, excluded, spec, schedule, ext, view, dir_lock=dir_lock)
     state = restore(setup, record) if record is not None else RunState()
     if dist.is_main:
-        setup.logger = MetricsLogger(run.output_dir, resume_step=state.step if record is not None else None,
-                                     tensorboard=run.tensorboard)
+        resume_step = state.step if record is not None else None
+        setup.logger = MetricsLogger(run.output_dir, resume_step=resume_step, tensorboard=run.tensorboard)
+        setup.episode_log = EpisodeLog(run.output_dir, run.log_episodes, resume_step=resume_step)
     return setup, state
 
 

@@ -208,7 +208,8 @@ class GCD(TrainerExtension):
         kept = cap_steps(kept, self.cfg.max_judged_steps, ctx.rng, balanced=self.cfg.balance == "downsample")
         m["gcd/labels_good"] = float(sum(label == GOOD for label, _ in kept))
         m["gcd/labels_bad"] = float(sum(label == BAD for label, _ in kept))
-        samples = self._judge_samples(ctx, kept, critiques, m)
+        _note_labels(episodes, items)
+        samples = self._judge_samples(ctx, kept, critiques, m, episodes)
         if self.cfg.correction_rule_critiques:
             critiques += [rule_critique(s.observation, s.action, BAD, s.reason) for label, s in items
                           if label == BAD and s.reason is not None]
@@ -265,7 +266,8 @@ class GCD(TrainerExtension):
         return items
 
     # ----- the judge task -----
-    def _judge_samples(self, ctx, kept: list[tuple[str, JudgedStep]], critiques: list[str], m) -> list[Sample]:
+    def _judge_samples(self, ctx, kept: list[tuple[str, JudgedStep]], critiques: list[str], m,
+                       episodes=()) -> list[Sample]:
         m.update({"gcd/judge_samples": 0.0, "time/judge_generate": 0.0, "tokens/judge_generated": 0.0,
                   "gcd/judge_reward_mean": float("nan"), "gcd/judge_zero_adv_frac": float("nan")})
         m.update(judgment_metrics([], []))
@@ -304,6 +306,8 @@ class GCD(TrainerExtension):
                 if label == BAD and verdict == BAD:
                     critiques.append(critique_of(c.text))
             verdicts.append(said)
+            if step.episode < len(episodes):
+                _note_turn(episodes[step.episode], "gcd/verdicts", step.turn, said)
         m.update(judgment_metrics([label for label, _ in steps], verdicts))
         tied = [np.ptp(rewards[j * k:(j + 1) * k]) == 0 for j in range(len(steps))]
         m.update({"gcd/judge_samples": float(len(samples)), "gcd/judged_steps": float(len(steps)),
@@ -436,6 +440,20 @@ class GCD(TrainerExtension):
         from tqdm.auto import tqdm
 
         tqdm.write(text, file=sys.stderr if err else sys.stdout)
+
+
+def _note_turn(ep, name: str, turn: int, value) -> None:
+    """Set one turn's signal of ``ep`` (for the saved episodes, ``--log-episodes``)."""
+    if turn < len(ep.turns):
+        ep.turn_signals.setdefault(name, [None] * len(ep.turns))[turn] = value
+
+
+def _note_labels(episodes, items: list[tuple[str | None, JudgedStep]]) -> None:
+    """Each labelled step's label, and why the rules gave it, on its episode's turn."""
+    for label, step in items:
+        if step.episode < len(episodes):
+            _note_turn(episodes[step.episode], "gcd/label", step.turn, label)
+            _note_turn(episodes[step.episode], "gcd/reason", step.turn, step.reason)
 
 
 def trained_mistakes(model_dir: str) -> list[str]:
