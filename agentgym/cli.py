@@ -22,6 +22,7 @@ Gymnasium text environments for LLM agents.
     agentgym eval ...                  evaluate a checkpoint or endpoint on an env's split
     agentgym convert-checkpoint DIR    rewrite an older checkpoint's pickled trainer state safely
     agentgym plot RUN_DIR ...          learning curves of training runs as a PNG
+    agentgym view DIR ...              training runs and leaderboards in a local page (episodes, curves)
     agentgym tiny-model ...            build the tiny test model (random weights, trained tokenizer)
     agentgym leaderboard ...           score agents on every task of env splits (resumable run directory)
     agentgym serve ENV_ID ...          serve an env over HTTP/WebSocket as an OpenEnv server (extra: serve)
@@ -45,6 +46,7 @@ EXTERNAL = {
     "convert-checkpoint": "agentgym.train.base.state_file:main",
     "tiny-model": "agentgym.agents.tiny:main",
     "plot": "agentgym.plot:main",
+    "view": "agentgym.viewer.cli:main",
     "leaderboard": "agentgym.leaderboard.cli:main",
     "serve": "agentgym.integrations.serve:main",
     "mcp": "agentgym.integrations.mcp:main",
