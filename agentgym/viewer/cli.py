@@ -12,6 +12,7 @@ choose one) until Ctrl-C; it needs no network: its script and styles are its own
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from agentgym.output_paths import OutputPathError, check_output_dir, disk_full, disk_full_message
@@ -48,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
             if not disk_full(e):
                 raise
             parser.exit(1, f"agentgym view: error: {disk_full_message('--static', args.static)}\n")
-        print(f"agentgym view: wrote {size / 1e6:.1f} MB to {args.static}; open {args.static}/index.html")
+        print(f"agentgym view: wrote {size / 1024:.0f} KB to {args.static}; open "
+              f"{os.path.join(args.static, 'index.html')}")
         return 0
     from agentgym.viewer.server import make_server
 
