@@ -33,6 +33,11 @@ hooks run on the learner's thread, where ``ctx.policy`` is the current weights' 
 gives the rollout thread a copy of it (``frozen_system_prompt``); one that samples in its hooks
 says so (``generates_in_hooks``).
 
+What a method decides about an episode or a turn (a task value, a step advantage, a label) it may
+note in :attr:`Episode.signals <agentgym.train.rollout.episodes.Episode.signals>` or
+``Episode.turn_signals`` from any step hook: training never reads them; the saved episodes
+(``--log-episodes``, :mod:`agentgym.train.run.episode_log`) keep them for ``agentgym view``.
+
 ``metrics()`` is merged into the step's logged metrics and ``state_dict``/``load_state_dict`` go
 into checkpoints (tensors too: a value head's weights resume bitwise), so extensions resume
 exactly. ``agentgym eval`` rebuilds a checkpoint's extensions the same way
