@@ -99,11 +99,11 @@ def test_recipe_cells_take_the_recipe_and_the_control_and_gcd_variants_differ_in
 
     _, grpo = lc.cell_config(Recipe, "grpo", 1, "m", str(tmp_path))
     assert (grpo.env.preset, grpo.env.split, grpo.rollout.group_size, grpo.optim.learning_rate) == (
-        "tiny-rooms", "L0", 4, 5e-4)
+        "tiny-rooms", "L0", 4, 1e-4)
     assert (grpo.run.seed, grpo.model.model, grpo.run.max_episodes) == (1, "m", 4800)
     _, control = lc.cell_config(Recipe, "control", 1, "m", str(tmp_path))
     assert control.optim.learning_rate == 1e-12
-    assert build(type(control), _default=control, learning_rate=5e-4) == grpo  # the same run in every other setting
+    assert build(type(control), _default=control, learning_rate=1e-4) == grpo  # the same run in every other setting
     _, gcd = lc.cell_config(Recipe, "gcd", 1, "m", str(tmp_path))
     _, plain = lc.cell_config(Recipe, "gcd-nocorrection", 1, "m", str(tmp_path))
     assert gcd.gcd.correction and not plain.gcd.correction and gcd.env.split == plain.env.split == "L0"

@@ -28,7 +28,7 @@ C = TypeVar("C")
 RECIPES: dict[str, dict[str, Any]] = {
     "alfworld-l0": {
         "env_id": "ALFWorld-v0", "model": "tiny-small", "preset": "tiny-rooms", "split": "L0",
-        "layout": "window", "learning_rate": 5e-4, "beta": 0.0, "aggregation": "episode-mean",
+        "layout": "window", "learning_rate": 1e-4, "beta": 0.0, "aggregation": "episode-mean",
         "num_groups": 4, "group_size": 4, "num_steps": 300, "save_every": 50, "cpu_threads": 1,
         "eval_split": "L0,L1", "eval_episodes": 128, "eval_every": 100, "output_dir": "runs/alfworld-l0",
         "cold_start": {"expert_split": "train", "num_episodes": 512, "num_steps": 500, "batch_size": 16,
