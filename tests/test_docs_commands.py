@@ -33,6 +33,8 @@ NOT_RUN = {
     "[--": "usage syntax, not a command",
     '"observation": "history+admissible"': "a tiny model on ALFWorld text replays 64 expert games to build its tokenizer "
                           "(tests/trainers/test_embodied_options.py trains and evaluates with these options)",
+    "--recipe alfworld-l0": "generates 16,000 ALFWorld games (796 MB) and builds tiny-small's ALFWorld tokenizer "
+                            "(tests/trainers/test_alfworld_learning.py runs the recipe on a 1,200-game set)",
     "merge runs/board-a": "needs two earlier boards (tests/leaderboard covers merge)",
     "--split L0 L1 L2": "a long multi-split board (tests/leaderboard and tests/envs/test_levels.py cover levels)",
     "benchmarks/results/board": "the full published board (minutes per env)",
