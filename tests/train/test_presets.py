@@ -80,7 +80,7 @@ def test_an_unknown_preset_is_one_line_naming_the_choices(capsys):
             parse(cls, ["--preset", "small"])
         assert e.value.code == 2
         err = capsys.readouterr().err
-        assert err == "error: --preset 'small' is not a preset; choose one of auto, none, tiny\n"
+        assert err == "error: --preset 'small' is not a preset; choose one of auto, none, tiny, tiny-rooms\n"
 
 
 def test_the_alfworld_tiny_preset_is_made_by_the_env_and_wants_the_window_layout(capsys):
@@ -98,6 +98,18 @@ def test_the_alfworld_tiny_preset_is_made_by_the_env_and_wants_the_window_layout
     err = capsys.readouterr().err
     assert err.startswith("error: --preset tiny gives ALFWorld-v0 observation='history+admissible'")
     assert "use --layout window" in err and err.rstrip().endswith("or --preset none")
+
+
+def test_the_tiny_rooms_preset_is_made_by_the_env_with_a_constrained_choice_and_a_small_l0():
+    kwargs = {**preset_kwargs("tiny-rooms", "ALFWorld-v0"), "data_path": "generated:40:tiny", "l0_every": 2}
+    env = gym.make("ALFWorld-v0", split="L0", **kwargs)  # every key is an argument the env takes
+    try:
+        obs, info = env.reset(seed=0)
+        assert info["allowed_replies"] == [str(k) for k in range(1, len(info["admissible_actions"]) + 1)]
+        assert len(env.unwrapped.task_ids("L0")) < len(env.unwrapped.task_ids("train"))
+    finally:
+        env.close()
+    assert preset_kwargs("tiny-rooms", "ToolQA-v0") == {}
 
 
 @pytest.mark.slow
