@@ -75,8 +75,11 @@ class RunState:
         return 0 < max_episodes <= self.episodes
 
     def state_dict(self) -> dict[str, Any]:
-        """The state under the keys a checkpoint's trainer state holds it (copies, not views)."""
-        return {key: copy.deepcopy(getattr(self, name)) for name, key in _KEYS.items()}
+        """The state under the keys a checkpoint's trainer state holds it (copies, not views); no
+        ``task_success`` key while no task was recorded, so a checkpoint written before the record
+        existed is written back as it was."""
+        return {key: copy.deepcopy(getattr(self, name)) for name, key in _KEYS.items()
+                if name != "tasks" or self.tasks}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Take the state from :meth:`state_dict`'s keys. ``data_position`` is required; the rest
