@@ -30,10 +30,7 @@ def episode_metrics(episodes: Sequence[Episode], advantages: Sequence[float] | N
     if steps:
         out["action/valid_rate"] = float(np.mean([bool(i.get("action_valid", False)) for i in steps]))
         out["action/parse_error_rate"] = float(np.mean([i.get("parse_error") is not None for i in steps]))
-    by_group: dict = {}
-    for ep in episodes:
-        by_group.setdefault((ep.group_key, ep.group), []).append(ep.ret)
-    out["groups/tied_frac"] = float(np.mean([np.ptp(r) <= 1e-6 for r in by_group.values()]))
+    out["groups/tied_frac"] = tied_frac(episodes)
     finished = [ep for ep in episodes if ep.episode_terms]
     names = sorted({k for ep in finished for k in ep.episode_terms})
     for name in names:
@@ -57,9 +54,14 @@ def played_metrics(episodes: Sequence[Episode], tol: float = 1e-6) -> dict[str, 
     ``groups/played_tied_frac`` is the share of those groups whose returns tie (spread <= ``tol``)."""
     if not episodes:
         return {}
+    return {"reward/played_mean": float(np.mean([ep.ret for ep in episodes])),
+            "success/played_mean": float(np.mean([ep.success for ep in episodes])),
+            "groups/played_tied_frac": tied_frac(episodes, tol)}
+
+
+def tied_frac(episodes: Sequence[Episode], tol: float = 1e-6) -> float:
+    """The share of the episodes' groups whose returns tie (spread <= ``tol``)."""
     groups: dict = {}
     for ep in episodes:
         groups.setdefault((ep.group_key, ep.group), []).append(ep.ret)
-    return {"reward/played_mean": float(np.mean([ep.ret for ep in episodes])),
-            "success/played_mean": float(np.mean([ep.success for ep in episodes])),
-            "groups/played_tied_frac": float(np.mean([np.ptp(r) <= tol for r in groups.values()]))}
+    return float(np.mean([np.ptp(r) <= tol for r in groups.values()]))
