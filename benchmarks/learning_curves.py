@@ -6,6 +6,7 @@ PRS against binary reward, several seeds each, every method on the same budget o
     python benchmarks/learning_curves.py --methods vspo vspo-async1   # learning with --async-steps 1 beside sync
     python benchmarks/learning_curves.py --methods grpo rft     # the RFT baseline (not in the default set)
     python benchmarks/learning_curves.py --report-only          # tables and plots from finished cells
+    python benchmarks/learning_curves.py --jobs 2               # two cells at once (one core each)
     python benchmarks/learning_curves.py --recipe alfworld-l0 --eval-split L0,L1,L2 \
         --methods grpo control vspo gcd gcd-nocorrection gigpo grpo-binary   # ALFWorld at L0/L1/L2
 
@@ -14,7 +15,9 @@ job), or on a run recipe's (``--recipe``, :mod:`agentgym.train.config.recipes`),
 DAPO's oversampling count against it) and evaluated on the held-out split every ``--eval-every``
 steps. Each seed's cold start is built once and handed to every method as ``--model DIR`` (GCD's
 own recipe mixes in judge samples, so it gets its own). A finished cell is read back and a cell
-cut short resumes from its checkpoint, so the script can be stopped and run again.
+cut short resumes from its checkpoint, so the script can be stopped and run again. ``--jobs N`` runs
+N cells at once, each in its own process with its log in OUT/logs/<env>/ (the seeds' cold starts
+first, so two cells never build the same one).
 
 Writes, per env, OUT/learning_curves_<env>.json (every curve, per-method summaries),
 OUT/learning_curves_<env>.md (the table) and OUT/learning_curves_<env>.png (mean and min-max band
@@ -29,6 +32,7 @@ import importlib.util
 import json
 import math
 import os
+import subprocess
 import sys
 import time
 
@@ -128,6 +132,11 @@ def cell_config(args, method: str, seed: int, model: str, out: str):
     return module, build(type(defaults), **values, _default=defaults)
 
 
+def cold_start_kind(args, method: str) -> str:
+    """Which cold start a method's cells start from: ``judge`` (GCD's, with judge samples) or ``plain``."""
+    return "judge" if script_defaults(args, trainer(METHODS[method][0])).cold_start.judge_samples else "plain"
+
+
 def cold_start_dir(args, method: str, seed: int) -> str:
     """Build (or reuse) the seed's cold start with the method's recipe, as ``train`` would."""
     from agentgym.train.base.flags import build
@@ -135,7 +144,7 @@ def cold_start_dir(args, method: str, seed: int) -> str:
 
     module = trainer(METHODS[method][0])
     defaults = script_defaults(args, module)
-    recipe = "judge" if defaults.cold_start.judge_samples else "plain"
+    recipe = cold_start_kind(args, method)
     out = os.path.join(args.out, "cold_start", args.env_id, f"{recipe}-seed{seed}")
     values = dict(seed=seed, output_dir=out, env_id=args.env_id, cpu_threads=args.cpu_threads,
                   progress=False, quiet=True, tensorboard=False)
@@ -151,9 +160,14 @@ def cold_start_dir(args, method: str, seed: int) -> str:
     return cold_start(config, module.extensions(config))
 
 
+def cell_path(args, method: str, seed: int) -> str:
+    """A cell's ``cell.json``, there once the cell has finished."""
+    return os.path.join(args.out, "cells", args.env_id, method, f"seed{seed}", "cell.json")
+
+
 def run_cell(args, method: str, seed: int) -> dict:
-    out = os.path.join(args.out, "cells", args.env_id, method, f"seed{seed}")
-    done = os.path.join(out, "cell.json")
+    done = cell_path(args, method, seed)
+    out = os.path.dirname(done)
     if os.path.exists(done):
         return json.load(open(done))
     model = cold_start_dir(args, method, seed)
@@ -167,6 +181,65 @@ def run_cell(args, method: str, seed: int) -> dict:
         json.dump(row, f)
     os.replace(done + ".tmp", done)
     return row
+
+
+def run_jobs(args, jobs: int) -> None:
+    """Every unfinished cell, ``jobs`` at a time, each in a child process of this script: first one
+    child per seed and cold-start kind builds the cold start, then the cells. A child's output goes
+    to OUT/logs/<env>/; a failed child's log tail is printed, the others go on, and the failures are
+    raised at the end."""
+    todo = [(m, s) for s in args.seeds for m in args.methods if not os.path.exists(cell_path(args, m, s))]
+    starts = {}
+    for method, seed in todo:
+        starts.setdefault((cold_start_kind(args, method), seed), method)
+    failed = _run_children(args, [("cold_start", m, s) for (_, s), m in starts.items()], jobs)
+    failed += _run_children(args, [("cell", m, s) for m, s in todo], jobs)
+    if failed:
+        raise RuntimeError(f"{len(failed)} learning-curve job(s) failed: " + "; ".join(failed))
+
+
+def _run_children(args, tasks: list[tuple[str, str, int]], jobs: int) -> list[str]:
+    """Run ``(kind, method, seed)`` tasks ``jobs`` at a time; the failed ones' log paths."""
+    logs = os.path.join(args.out, "logs", args.env_id.replace("/", "_"))
+    os.makedirs(logs, exist_ok=True)
+    pending, running, failed = list(tasks), {}, []
+    while pending or running:
+        while pending and len(running) < jobs:
+            kind, method, seed = pending.pop(0)
+            log = os.path.join(logs, f"{kind}-{method}-seed{seed}.log")
+            job = json.dumps({"kind": kind, "method": method, "seed": seed, "args": vars(args)})
+            with open(log, "w") as f:
+                child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--job", job],
+                                         stdout=f, stderr=subprocess.STDOUT, cwd=os.getcwd())
+            running[child] = (kind, method, seed, log, time.perf_counter())
+        for child in [c for c in running if c.poll() is not None]:
+            kind, method, seed, log, t = running.pop(child)
+            if child.returncode:
+                failed.append(log)
+                with open(log) as f:
+                    tail = f.read()[-3000:]
+                print(f"{args.env_id} {kind} {method} seed {seed} failed (exit {child.returncode}), "
+                      f"log {log}:\n{tail}", file=sys.stderr, flush=True)
+            elif kind == "cell":
+                _print_cell(args, json.load(open(cell_path(args, method, seed))), time.perf_counter() - t)
+        time.sleep(0.5)
+    return failed
+
+
+def _print_cell(args, row: dict, seconds: float) -> None:
+    print(f"{args.env_id} {row['method']} seed {row['seed']}: success {row['curve'][0]['success']:.3f} -> "
+          f"{row['curve'][-1]['success']:.3f} in {row['steps']} steps, {row['episodes']} episodes "
+          f"({seconds:.0f}s)", flush=True)
+
+
+def _job(payload: str) -> None:
+    """One child of :func:`run_jobs`: build a cold start, or run a cell."""
+    job = json.loads(payload)
+    args = argparse.Namespace(**job["args"])
+    if job["kind"] == "cold_start":
+        cold_start_dir(args, job["method"], job["seed"])
+    else:
+        run_cell(args, job["method"], job["seed"])
 
 
 def run_totals(metrics_path: str) -> dict:
@@ -352,7 +425,15 @@ def main(argv: list[str] | None = None) -> dict:
                         'them, e.g. \'{"num_groups": 8, "cold_start": {"num_steps": 400}}\'')
     p.add_argument("--out", default="benchmarks/results/learning_curves")
     p.add_argument("--report-only", action="store_true", help="only read finished cells and write the report")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="cells run at once, each in its own process (give each --cpu-threads cores)")
+    p.add_argument("--job", default=None, help=argparse.SUPPRESS)  # one child of --jobs
     args = p.parse_args(argv)
+    if args.job is not None:
+        _job(args.job)
+        return {}
+    if args.jobs < 1:
+        p.error("--jobs must be at least 1")
     from agentgym.train.base.flags import build
     from agentgym.train.config.recipes import apply_recipe
     from agentgym.train.config.tree import TrainConfig
@@ -373,14 +454,13 @@ def main(argv: list[str] | None = None) -> dict:
         args.eval_episodes = base.eval.eval_episodes
     if args.cpu_threads is None:
         args.cpu_threads = base.model.cpu_threads
-    if not args.report_only:
+    if not args.report_only and args.jobs > 1:
+        run_jobs(args, args.jobs)
+    elif not args.report_only:
         for seed in args.seeds:
             for method in args.methods:
                 t = time.perf_counter()
-                row = run_cell(args, method, seed)
-                print(f"{args.env_id} {method} seed {seed}: success {row['curve'][0]['success']:.3f} -> "
-                      f"{row['curve'][-1]['success']:.3f} in {row['steps']} steps, {row['episodes']} episodes "
-                      f"({time.perf_counter() - t:.0f}s)", flush=True)
+                _print_cell(args, run_cell(args, method, seed), time.perf_counter() - t)
     return report(args)
 
 

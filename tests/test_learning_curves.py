@@ -52,16 +52,21 @@ def test_cells_share_a_budget_resume_and_report(tmp_path):
         "| method", "| grpo", "| vspo", "| gcd", "| grpo-binary"]
     assert (tmp_path / "learning_curves_ToolQA-v0.png").stat().st_size > 1000
 
-    # a finished cell is read back; a cell cut short (no cell.json) resumes from its checkpoint
-    cell_dir = tmp_path / "cells" / "ToolQA-v0" / "grpo" / "seed1"
-    before = json.loads((cell_dir / "cell.json").read_text())
-    (cell_dir / "cell.json").unlink()
-    shutil.rmtree(cell_dir / "checkpoints" / "step_3")
-    (cell_dir / "checkpoints" / "latest").write_text("step_2")
-    again = run(tmp_path, "--max-episodes", "12")
-    after = json.loads((cell_dir / "cell.json").read_text())
+    # a finished cell is read back; a cell cut short (no cell.json) resumes from its checkpoint, here
+    # two at once in child processes (--jobs 2)
+    cut = [tmp_path / "cells" / "ToolQA-v0" / method / "seed1" for method in ("grpo", "gcd")]
+    before = [json.loads((cell_dir / "cell.json").read_text()) for cell_dir in cut]
+    for cell_dir in cut:
+        (cell_dir / "cell.json").unlink()
+        shutil.rmtree(cell_dir / "checkpoints" / "step_3")
+        (cell_dir / "checkpoints" / "latest").write_text("step_2")
+    again = run(tmp_path, "--max-episodes", "12", "--jobs", "2")
     strip = lambda curve: [{k: v for k, v in p.items() if k != "seconds"} for p in curve]  # noqa: E731
-    assert strip(after["curve"]) == strip(before["curve"])
+    for cell_dir, old in zip(cut, before):
+        after = json.loads((cell_dir / "cell.json").read_text())
+        assert strip(after["curve"]) == strip(old["curve"]), cell_dir
+    assert sorted(os.listdir(tmp_path / "logs" / "ToolQA-v0")) == [
+        "cell-gcd-seed1.log", "cell-grpo-seed1.log", "cold_start-gcd-seed1.log", "cold_start-grpo-seed1.log"]
     assert again["methods"]["vspo"] == summary["methods"]["vspo"]
 
 

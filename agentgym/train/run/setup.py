@@ -251,7 +251,11 @@ def _tasks(config: TrainConfig, env_kwargs: dict[str, Any], base_model: str, dis
         positions = min(positions, -(-config.run.max_episodes // r.group_size))
     warning = stream.replay_warning(positions, f"{env_cfg.env_id} [{env_cfg.split}]")
     if warning and dist.is_main:
-        print(warning, file=sys.stderr, flush=True)
+        if env_cfg.split in config.eval.eval_splits:  # a pool the run evaluates too: replay is the point
+            print(f"{env_cfg.env_id} [{env_cfg.split}]: RL replays its {len(stream.pool)} tasks, each about "
+                  f"{positions / len(stream.pool):.1f} times, and evaluates them", flush=True)
+        else:
+            print(warning, file=sys.stderr, flush=True)
     return spec, stream, excluded
 
 
