@@ -369,6 +369,34 @@ def plot(env_id: str, cells: list[dict], path: str) -> None:
     plt.close(fig)
 
 
+SETTINGS = ("env_id", "recipe", "max_episodes", "eval_every", "eval_episodes", "eval_split", "env_kwargs",
+            "model", "override")
+"""The command-line settings every cell of one table shares (a report records them)."""
+
+
+def import_cells(args, path: str) -> int:
+    """Write the finished cells of an earlier report (``learning_curves_<env>.json``, e.g. one kept
+    under docs/results) into OUT, so that a table started on another machine goes on here; returns
+    how many were new. The report must have been made with this command's settings."""
+    with open(path) as f:
+        old = json.load(f)
+    made = old.get("settings")
+    mine = {k: getattr(args, k) for k in SETTINGS}
+    if made is None or json.loads(json.dumps(mine)) != made:
+        differ = sorted(k for k in SETTINGS if (made or {}).get(k, "(not recorded)") != json.loads(json.dumps(mine[k])))
+        raise SystemExit(f"--cells-from {path}: made with other settings ({', '.join(differ)}); give the same "
+                         f"command-line settings it records")
+    new = 0
+    for cell in old["cells"]:
+        done = cell_path(args, cell["method"], cell["seed"])
+        if cell["method"] in args.methods and cell["seed"] in args.seeds and not os.path.exists(done):
+            os.makedirs(os.path.dirname(done), exist_ok=True)
+            with open(done, "w") as f:
+                json.dump(cell, f)
+            new += 1
+    return new
+
+
 def report(args) -> dict:
     root = os.path.join(args.out, "cells", args.env_id)
     cells = []
@@ -385,7 +413,8 @@ def report(args) -> dict:
         f.write(md + "\n")
     with open(os.path.join(args.out, f"learning_curves_{tag}.json"), "w") as f:
         json.dump({"env_id": args.env_id, "max_episodes": args.max_episodes, "eval_every": args.eval_every,
-                   "eval_episodes": args.eval_episodes, "summary": summary, "cells": cells}, f, indent=1)
+                   "eval_episodes": args.eval_episodes, "settings": {k: getattr(args, k) for k in SETTINGS},
+                   "summary": summary, "cells": cells}, f, indent=1)
     if cells:
         plot(args.env_id, cells, os.path.join(args.out, f"learning_curves_{tag}.png"))
     print(md)
@@ -425,6 +454,9 @@ def main(argv: list[str] | None = None) -> dict:
                         'them, e.g. \'{"num_groups": 8, "cold_start": {"num_steps": 400}}\'')
     p.add_argument("--out", default="benchmarks/results/learning_curves")
     p.add_argument("--report-only", action="store_true", help="only read finished cells and write the report")
+    p.add_argument("--cells-from", default=None, metavar="REPORT_JSON",
+                   help="take the finished cells of an earlier report made with the same settings (e.g. "
+                        "docs/results/learning_curves_ALFWorld-v0.json) and run only the missing ones")
     p.add_argument("--jobs", type=int, default=1,
                    help="cells run at once, each in its own process (give each --cpu-threads cores)")
     p.add_argument("--job", default=None, help=argparse.SUPPRESS)  # one child of --jobs
@@ -454,6 +486,8 @@ def main(argv: list[str] | None = None) -> dict:
         args.eval_episodes = base.eval.eval_episodes
     if args.cpu_threads is None:
         args.cpu_threads = base.model.cpu_threads
+    if args.cells_from is not None:
+        print(f"{import_cells(args, args.cells_from)} finished cell(s) taken from {args.cells_from}", flush=True)
     if not args.report_only and args.jobs > 1:
         run_jobs(args, args.jobs)
     elif not args.report_only:

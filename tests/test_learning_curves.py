@@ -69,6 +69,14 @@ def test_cells_share_a_budget_resume_and_report(tmp_path):
         "cell-gcd-seed1.log", "cell-grpo-seed1.log", "cold_start-gcd-seed1.log", "cold_start-grpo-seed1.log"]
     assert again["methods"]["vspo"] == summary["methods"]["vspo"]
 
+    # another machine takes the finished cells from the report and runs none of them again
+    report_path = str(tmp_path / "learning_curves_ToolQA-v0.json")
+    elsewhere = run(tmp_path / "elsewhere", "--max-episodes", "12", "--cells-from", report_path)
+    assert json.loads(json.dumps(elsewhere)) == json.loads(json.dumps(again))
+    assert not (tmp_path / "elsewhere" / "cold_start").exists()
+    with pytest.raises(SystemExit, match="max_episodes"):
+        run(tmp_path / "other", "--max-episodes", "16", "--cells-from", report_path)
+
 
 class Args:
     """The benchmark's command line, as cell_config reads it."""
