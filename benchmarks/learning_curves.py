@@ -184,43 +184,61 @@ def run_cell(args, method: str, seed: int) -> dict:
 
 
 def run_jobs(args, jobs: int) -> None:
-    """Every unfinished cell, ``jobs`` at a time, each in a child process of this script: first one
-    child per seed and cold-start kind builds the cold start, then the cells. A child's output goes
-    to OUT/logs/<env>/; a failed child's log tail is printed, the others go on, and the failures are
-    raised at the end."""
+    """Every unfinished cell, ``jobs`` at a time, each in a child process of this script. One child
+    per seed and cold-start kind builds that cold start, and a cell starts once its own is built (so
+    two cells never build the same one, and no core waits on another seed's). A child's output goes
+    to OUT/logs/<env>/; a failed child's log tail is printed, the others go on (a failed cold
+    start's cells are not started), and the failures are raised at the end."""
     todo = [(m, s) for s in args.seeds for m in args.methods if not os.path.exists(cell_path(args, m, s))]
-    starts = {}
+    tasks, starts = [], {}
     for method, seed in todo:
-        starts.setdefault((cold_start_kind(args, method), seed), method)
-    failed = _run_children(args, [("cold_start", m, s) for (_, s), m in starts.items()], jobs)
-    failed += _run_children(args, [("cell", m, s) for m, s in todo], jobs)
+        key = (cold_start_kind(args, method), seed)
+        if key not in starts:
+            starts[key] = ("cold_start", method, seed, None)
+            tasks.append(starts[key])
+        tasks.append(("cell", method, seed, starts[key]))
+    failed = _run_children(args, tasks, jobs)
     if failed:
         raise RuntimeError(f"{len(failed)} learning-curve job(s) failed: " + "; ".join(failed))
 
 
-def _run_children(args, tasks: list[tuple[str, str, int]], jobs: int) -> list[str]:
-    """Run ``(kind, method, seed)`` tasks ``jobs`` at a time; the failed ones' log paths."""
+def _run_children(args, tasks: list[tuple], jobs: int) -> list[str]:
+    """Run ``(kind, method, seed, needs)`` tasks ``jobs`` at a time, in order, each once the task it
+    ``needs`` (None: none) has finished; returns the failed ones' log paths (and says which tasks
+    were not started for a failed one they need)."""
     logs = os.path.join(args.out, "logs", args.env_id.replace("/", "_"))
     os.makedirs(logs, exist_ok=True)
-    pending, running, failed = list(tasks), {}, []
+    pending, running, done, failed, lost = list(tasks), {}, set(), [], set()
     while pending or running:
-        while pending and len(running) < jobs:
-            kind, method, seed = pending.pop(0)
+        for task in [t for t in pending if t[3] in lost]:  # what a failed task would have fed
+            pending.remove(task)
+            lost.add(task)
+            print(f"{args.env_id} {task[0]} {task[1]} seed {task[2]} not started: its cold start failed",
+                  file=sys.stderr, flush=True)
+        ready = [t for t in pending if t[3] is None or t[3] in done]
+        while ready and len(running) < jobs:
+            task = ready.pop(0)
+            pending.remove(task)
+            kind, method, seed, _ = task
             log = os.path.join(logs, f"{kind}-{method}-seed{seed}.log")
             job = json.dumps({"kind": kind, "method": method, "seed": seed, "args": vars(args)})
             with open(log, "w") as f:
                 child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--job", job],
                                          stdout=f, stderr=subprocess.STDOUT, cwd=os.getcwd())
-            running[child] = (kind, method, seed, log, time.perf_counter())
+            running[child] = (task, log, time.perf_counter())
         for child in [c for c in running if c.poll() is not None]:
-            kind, method, seed, log, t = running.pop(child)
+            task, log, t = running.pop(child)
+            kind, method, seed, _ = task
             if child.returncode:
                 failed.append(log)
+                lost.add(task)
                 with open(log) as f:
                     tail = f.read()[-3000:]
                 print(f"{args.env_id} {kind} {method} seed {seed} failed (exit {child.returncode}), "
                       f"log {log}:\n{tail}", file=sys.stderr, flush=True)
-            elif kind == "cell":
+                continue
+            done.add(task)
+            if kind == "cell":
                 _print_cell(args, json.load(open(cell_path(args, method, seed))), time.perf_counter() - t)
         time.sleep(0.5)
     return failed

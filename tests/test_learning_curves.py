@@ -176,3 +176,13 @@ def test_ppo_cells_play_one_episode_per_task_on_the_same_episodes_per_step(tmp_p
     assert (ppo.rollout.num_groups, ppo.rollout.group_size) == (32, 1)
     assert ppo.rollout.num_groups * ppo.rollout.group_size == grpo.rollout.num_groups * grpo.rollout.group_size
     assert ppo.run.max_episodes == grpo.run.max_episodes == 8
+
+
+def test_jobs_start_no_cell_whose_cold_start_failed(tmp_path, capsys):
+    with pytest.raises(RuntimeError, match="1 learning-curve job"):
+        lc.main(["--methods", "grpo", "vspo", "--seeds", "0", "--jobs", "2", "--model", "tiny",
+                 "--env-kwargs", '{"no_such_option": 1}', "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert "cold_start grpo seed 0 failed" in err and "no_such_option" in err
+    assert "cell grpo seed 0 not started" in err and "cell vspo seed 0 not started" in err
+    assert not (tmp_path / "cells").exists()
