@@ -360,15 +360,18 @@ def table(env_id: str, summary: dict) -> str:
 
 
 def plot(env_id: str, cells: list[dict], path: str) -> None:
-    """Held-out success and PRS return against env episodes: per method the mean over seeds and
-    the min-max band."""
+    """Held-out success and PRS return against env episodes (with several evaluated splits: success
+    on each split instead): per method the mean over seeds and the min-max band."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    for ax, key, label in zip(axes, ("success", "return"), ("held-out success", "held-out PRS return")):
+    splits = eval_splits(cells)
+    panels = ([(f"{split}/success", f"{split} success") for split in splits] if len(splits) > 1 else
+              [("success", "held-out success"), ("return", "held-out PRS return")])
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5))
+    for ax, (key, label) in zip(axes, panels):
         for m in [m for m in METHODS if any(c["method"] == m for c in cells)]:
             curves = [c["curve"] for c in cells if c["method"] == m]
             n = min(len(c) for c in curves)

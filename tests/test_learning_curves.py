@@ -156,7 +156,10 @@ def test_several_eval_splits_reach_the_cells_and_get_a_table_by_split(tmp_path):
         return {"method": method, "seed": seed, "episodes": 8, "steps": 2,
                 "curve": [point(0, 0.1, 0.2), point(2, valid, test)]}
 
-    summary = lc.summarize([cell("grpo", 0, 0.3, 0.2), cell("grpo", 1, 0.5, 0.4), cell("vspo", 0, 0.1, 0.3)], 0.2)
+    cells = [cell("grpo", 0, 0.3, 0.2), cell("grpo", 1, 0.5, 0.4), cell("vspo", 0, 0.1, 0.3)]
+    summary = lc.summarize(cells, 0.2)
+    lc.plot("ToolQA-v0", cells, str(tmp_path / "by_split.png"))  # a success panel per split
+    assert (tmp_path / "by_split.png").stat().st_size > 1000
     assert summary["methods"]["grpo"]["splits"] == {"valid": {"before": [0.1, 0.1], "after": [0.3, 0.5]},
                                                     "test": {"before": [0.2, 0.2], "after": [0.2, 0.4]}}
     md = lc.table("ToolQA-v0", summary)
