@@ -56,6 +56,11 @@ TRAINER_SHRINK = ("--num-steps 1 --num-groups 1 --group-size 2 --max-new-tokens 
                   "--cold-start.num-episodes 2 --cold-start.judge-samples 0 --eval-episodes 2 --save-every 1 "
                   "--no-progress --quiet --no-tensorboard")
 SHRINK = [
+    # the methods table on the recipe: one shrunk cell on the learning test's 1,200-game set
+    (r"^python benchmarks/learning_curves\.py .*--recipe alfworld-l0", "--methods grpo --seeds 0 --max-episodes 4 "
+     "--eval-every 1 --eval-episodes 2 --env-kwargs '{\"data_path\": \"generated:1200:tiny\", \"l0_every\": 40}' "
+     "--override '{\"cold_start\": {\"num_steps\": 2, \"num_episodes\": 2}, \"num_groups\": 1, \"group_size\": 2, "
+     "\"max_new_tokens\": 4}' --out lc-out"),
     # the recipe's 16,000-game set is 796 MB: its shrunk run plays the learning test's 1,200-game set
     (r"--recipe alfworld-l0", TRAINER_SHRINK + " --env-kwargs '{\"data_path\": \"generated:1200:tiny\", \"l0_every\": 40}'"),
     (r"^torchrun .*trainers/\w+\.py", TRAINER_SHRINK + " --num-groups 2"),  # a group per process
@@ -63,7 +68,7 @@ SHRINK = [
     (r"^python trainers/\w+\.py", TRAINER_SHRINK),
     (r"^python benchmarks/learning_curves\.py", "--methods grpo --seeds 0 --max-episodes 4 --eval-every 1 "
      "--eval-episodes 2 --override '{\"cold_start\": {\"num_steps\": 2, \"num_episodes\": 2}, \"num_groups\": 1, "
-     "\"group_size\": 2, \"max_new_tokens\": 4}'"),
+     "\"group_size\": 2, \"max_new_tokens\": 4}' --out lc-out"),  # not the repo's benchmarks/results
     (r"^python benchmarks/async_rollouts\.py", "--env-id ToolQA-v0 --steps 3 --repeats 1 --async-steps 0 1 "
      "--search-latency 0.01 --toolqa-model tiny --cold-start-steps 2 --cold-start-episodes 2 "
      "--override '{\"num_groups\": 1, \"group_size\": 2, \"max_new_tokens\": 4}'"),
