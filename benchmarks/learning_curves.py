@@ -16,8 +16,8 @@ DAPO's oversampling count against it) and evaluated on the held-out split every 
 steps. Each seed's cold start is built once and handed to every method as ``--model DIR`` (GCD's
 own recipe mixes in judge samples, so it gets its own). A finished cell is read back and a cell
 cut short resumes from its checkpoint, so the script can be stopped and run again. ``--jobs N`` runs
-N cells at once, each in its own process with its log in OUT/logs/<env>/ (the seeds' cold starts
-first, so two cells never build the same one).
+N cells at once, each in its own process with its log in OUT/logs/<env>/ (a cell starts once its
+seed's cold start is built, so two cells never build the same one).
 
 Writes, per env, OUT/learning_curves_<env>.json (every curve, per-method summaries),
 OUT/learning_curves_<env>.md (the table) and OUT/learning_curves_<env>.png (mean and min-max band
