@@ -3,10 +3,11 @@
     agentgym eval --model runs/grpo/checkpoints/step_30 --env-id ToolQA-v0 --split test
     agentgym eval --base-url http://127.0.0.1:8000/v1 --model Qwen2.5-7B-Instruct --env-id ToolQA-v0
 
-Plays ``--num-episodes`` episodes (task seeds 0, 1, ... so every model sees the same tasks), with
-the same chat layout custom agents use (:func:`agentgym.episode_to_messages`), and prints the
+Plays ``--num-episodes`` episodes (task seeds 0, 1, ... so every model sees the same tasks; a
+split with no more tasks than that, such as a pool of training games, is played whole, each task
+in turn, as the trainers' held-out evaluation plays it), with the same chat layout custom agents use (:func:`agentgym.episode_to_messages`), and prints the
 success rate, the mean PRS return and the mean of every PRS term. ``--output`` also writes them
-as JSON.
+as JSON, with each episode's task, success and return in order (``episodes``).
 """
 
 from __future__ import annotations
@@ -95,6 +96,30 @@ def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, spli
         out["episodes"] = [{"task_id": ep.task_id, "success": float(ep.success), "return": float(ep.ret)}
                            for ep in episodes]
     return out
+
+
+def whole_split(env_id: str, env_kwargs: dict, split: str, num_episodes: int) -> list[str] | None:
+    """The tasks ``num_episodes`` evaluation episodes play when the env lists no more than that many
+    tasks in ``split`` (a pool of training games, ALFWorld's ``L0`` with ``l0_every``): every task
+    in turn, each as often as the others (one more for the first ``num_episodes mod n``), so the
+    evaluation measures the whole split rather than a draw of it. None for a larger split, or an
+    env that cannot list its tasks: episode k plays the task ``reset(seed=eval_seed + k)`` picks."""
+    key = (env_id, json.dumps(env_kwargs, sort_keys=True, default=str), split)
+    if key not in _SPLIT_TASKS:
+        env = gym.make(env_id, **env_kwargs)
+        try:
+            lister = getattr(env.unwrapped, "task_ids", None)
+            _SPLIT_TASKS[key] = lister(split) if lister is not None else None
+        finally:
+            env.close()
+    tasks = _SPLIT_TASKS[key]
+    if not tasks or len(tasks) > num_episodes:
+        return None
+    return [tasks[k % len(tasks)] for k in range(num_episodes)]
+
+
+_SPLIT_TASKS: dict[tuple, list[str] | None] = {}
+"""Each (env, kwargs, split)'s task list, looked up once per process."""
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -203,8 +228,13 @@ def main(argv: list[str] | None = None) -> int:
     if note:  # the prompt the checkpoint was trained with
         print(f"system prompt: the checkpoint's {note}")
         hook = extensions.system_prompt
+    tasks = whole_split(args.env_id, env_kwargs, args.split, args.num_episodes) if args.split else None
+    if tasks is not None:
+        print(f"{args.env_id} [{args.split}]: {len(set(tasks))} tasks, each played in turn "
+              f"({args.num_episodes} episodes)")
     result = evaluate(policy, args.env_id, env_kwargs, args.split or None, args.num_episodes, args.batch_size,
-                      args.seed, sampling, args.window, args.prs_stage, system_prompt_hook=hook)
+                      args.seed, sampling, args.window, args.prs_stage, system_prompt_hook=hook, task_ids=tasks,
+                      per_episode=True)
     print(f"{args.env_id} [{result['split']}] {result['num_episodes']} episodes: "
           f"success {result['success_rate']:.3f}  PRS return {result['prs_return']:.3f}")
     print("terms: " + "  ".join(f"{k} {v:.3f}" for k, v in result["terms"].items()))

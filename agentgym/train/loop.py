@@ -10,19 +10,17 @@ this loop on its own share of the groups (:mod:`agentgym.train.optim.distributed
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 from agentgym.rewards.prs import stage_pass_rate
 from agentgym.train.base.state import RunState, split_scores
 from agentgym.train.config.tree import TrainConfig
-from agentgym.train.evaluate import evaluate
+from agentgym.train.evaluate import evaluate, whole_split
 from agentgym.train.hooks import TrainerExtension
 from agentgym.train.methods.grpo import group_advantages
 from agentgym.train.optim import fsdp
@@ -57,30 +55,6 @@ class TrainResult:
 
     def __len__(self) -> int:
         return len(self.history)
-
-
-def whole_split(env_id: str, env_kwargs: dict, split: str, num_episodes: int) -> list[str] | None:
-    """The tasks ``num_episodes`` evaluation episodes play when the env lists no more than that many
-    tasks in ``split`` (a pool of training games, ALFWorld's ``L0`` with ``l0_every``): every task
-    in turn, each as often as the others (one more for the first ``num_episodes mod n``), so the
-    evaluation measures the whole split rather than a draw of it. None for a larger split, or an
-    env that cannot list its tasks: episode k plays the task ``reset(seed=eval_seed + k)`` picks."""
-    key = (env_id, json.dumps(env_kwargs, sort_keys=True, default=str), split)
-    if key not in _SPLIT_TASKS:
-        env = gym.make(env_id, **env_kwargs)
-        try:
-            lister = getattr(env.unwrapped, "task_ids", None)
-            _SPLIT_TASKS[key] = lister(split) if lister is not None else None
-        finally:
-            env.close()
-    tasks = _SPLIT_TASKS[key]
-    if not tasks or len(tasks) > num_episodes:
-        return None
-    return [tasks[k % len(tasks)] for k in range(num_episodes)]
-
-
-_SPLIT_TASKS: dict[tuple, list[str] | None] = {}
-"""Each (env, kwargs, split)'s task list, looked up once per process."""
 
 
 def run_eval(config: TrainConfig, policy, env_kwargs: dict, system_prompt_hook=None, keep=None) -> dict:

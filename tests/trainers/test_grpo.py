@@ -267,7 +267,7 @@ def test_rollout_mode_reaches_the_collector_and_in_process_envs_play_it_as_locks
 def test_a_split_no_larger_than_the_evaluation_is_played_whole():
     from collections import Counter
 
-    from agentgym.train.loop import whole_split
+    from agentgym.train.evaluate import whole_split
 
     kwargs = {"question_kinds": ["single_hop"], "max_turns": 2}
     tasks = whole_split("ToolQA-v0", kwargs, "valid", 700)  # 309 questions: each twice, the first 82 three times

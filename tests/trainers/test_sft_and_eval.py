@@ -85,6 +85,25 @@ def test_eval_cli_plays_with_the_env_kwargs_the_checkpoint_was_trained_with(tmp_
     assert json.loads(out.read_text())["turns"] == 1.0
 
 
+def test_eval_cli_plays_a_split_no_larger_than_its_episodes_whole(tmp_path, chat_server, capsys):
+    # a pool of training games (ALFWorld's L0 with l0_every) is measured whole, as the trainers'
+    # held-out evaluation measures it, not by the seeded draws that repeat some games and skip others
+    chat_server.reply = lambda body: "1"
+    kwargs = {"data_path": "generated:40:tiny", "l0_every": 2, "action_format": "choice", "max_turns": 2}
+    env = gym.make("ALFWorld-v0", **kwargs)
+    pool = env.unwrapped.task_ids("L0")
+    env.close()
+    out = tmp_path / "r.json"
+    argv = ["eval", "--base-url", chat_server.url, "--model", "m", "--env-id", "ALFWorld-v0", "--env-kwargs",
+            json.dumps(kwargs), "--split", "L0", "--batch-size", "4", "--output", str(out)]
+    assert 2 < len(pool) and cli_main([*argv, "--num-episodes", str(2 * len(pool))]) == 0
+    assert f"{len(pool)} tasks, each played in turn" in capsys.readouterr().out
+    assert [e["task_id"] for e in json.loads(out.read_text())["episodes"]] == pool + pool
+    # fewer episodes than tasks: the seeded draws, as before
+    assert cli_main([*argv, "--num-episodes", "2"]) == 0
+    assert "played in turn" not in capsys.readouterr().out and len(json.loads(out.read_text())["episodes"]) == 2
+
+
 def test_chatty_answers_rewrite_that_share_of_the_expert_answers_and_nothing_else():
     import pytest
 
