@@ -169,7 +169,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="episodes to play (the trainers' held-out evaluation: --eval-episodes 256)")
     parser.add_argument("--batch-size", type=int, default=16, help="episodes played at once")
     parser.add_argument("--seed", type=int, default=0,
-                        help="task seed of the first episode (the trainers' held-out evaluation: --eval-seed 10000)")
+                        help="task seed of the first episode, and of a local model's sampling (the trainers' held-out "
+                             "evaluation: --eval-seed 10000)")
     add_arguments(parser, SamplingConfig(), defaults=EVAL_DEFAULTS, notes=EVAL_NOTES)
     add_arguments(parser, LayoutConfig(), ("window",), defaults=EVAL_DEFAULTS, notes=EVAL_NOTES)
     parser.add_argument("--prs-stage", type=float, default=None, help="PRS stage; None: the final stage")
@@ -221,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         if device == "cpu":
             torch.set_num_threads(1)
         policy = HFPolicy(load_model(path, device, trainable=False), load_tokenizer(path), sampling)
+        torch.manual_seed(args.seed)  # a sampled evaluation (--temperature > 0) repeats itself
     print(f"env: {describe(args.env_id, preset, env_kwargs, args.preset)}")
     hook = None
     extensions = trained_extensions(args.model) if not args.base_url else None

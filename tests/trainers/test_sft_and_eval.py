@@ -47,6 +47,13 @@ def test_eval_cli_on_the_tiny_model(tmp_path, capsys):
     assert "success" in printed and "PRS return" in printed and "format" in printed
     result = json.loads(out.read_text())
     assert result["num_episodes"] == 4 and set(result["terms"]) == {"format", "tool", "answer"}
+    # --seed also seeds the sampling, so a sampled evaluation (--temperature > 0) repeats itself
+    import torch
+
+    torch.manual_seed(123)
+    assert cli_main(["eval", "--model", "tiny", "--env-kwargs", TOOLQA_SMALL, "--num-episodes", "2",
+                     "--max-new-tokens", "4", "--temperature", "1.0", "--seed", "5"]) == 0
+    assert torch.initial_seed() == 5
 
 
 def expertish(body):
