@@ -17,7 +17,10 @@ steps. Each seed's cold start is built once and handed to every method as ``--mo
 own recipe mixes in judge samples, so it gets its own). A finished cell is read back and a cell
 cut short resumes from its checkpoint, so the script can be stopped and run again. ``--jobs N`` runs
 N cells at once, each in its own process with its log in OUT/logs/<env>/ (a cell starts once its
-seed's cold start is built, so two cells never build the same one).
+seed's cold start is built, so two cells never build the same one). ``--final-eval-episodes N``
+evaluates each finished cell's last checkpoint and its cold start once more, with N episodes
+through ``agentgym eval`` on the run's sampling (a pool of at most N games is played whole, each
+game N/size times): a tighter before and after than the curves' evaluation, in a table of its own.
 
 Writes, per env, OUT/learning_curves_<env>.json (every curve, per-method summaries),
 OUT/learning_curves_<env>.md (the table) and OUT/learning_curves_<env>.png (mean and min-max band
@@ -169,18 +172,80 @@ def run_cell(args, method: str, seed: int) -> dict:
     done = cell_path(args, method, seed)
     out = os.path.dirname(done)
     if os.path.exists(done):
-        return json.load(open(done))
-    model = cold_start_dir(args, method, seed)
-    module, config = cell_config(args, method, seed, model, out)
-    t = time.perf_counter()
-    result = module.main(config)
-    row = {"env_id": args.env_id, "method": method, "seed": seed, "curve": result.curve,
-           "wall_seconds": time.perf_counter() - t, "steps": result.curve[-1]["step"],
-           "episodes": result.curve[-1]["episodes"], **run_totals(os.path.join(out, "metrics.jsonl"))}
+        row = json.load(open(done))
+    else:
+        model = cold_start_dir(args, method, seed)
+        module, config = cell_config(args, method, seed, model, out)
+        t = time.perf_counter()
+        result = module.main(config)
+        row = {"env_id": args.env_id, "method": method, "seed": seed, "curve": result.curve,
+               "wall_seconds": time.perf_counter() - t, "steps": result.curve[-1]["step"],
+               "episodes": result.curve[-1]["episodes"], **run_totals(os.path.join(out, "metrics.jsonl"))}
+        _write_cell(done, row)
+    if needs_final_eval(args, row, out):
+        model = cold_start_dir(args, method, seed)
+        _, config = cell_config(args, method, seed, model, out)
+        split, n = config.eval.eval_splits[0], args.final_eval_episodes
+        before = os.path.join(args.out, "cold_start", args.env_id, f"{cold_start_kind(args, method)}-seed{seed}",
+                              f"eval-{split}-{n}.json")
+        row["final_eval"] = {"split": split, "episodes": n, "before": final_eval(args, config, model, before),
+                             "after": final_eval(args, config, final_checkpoint(out), os.path.join(out, f"eval-{split}-{n}.json"))}
+        _write_cell(done, row)
+    return row
+
+
+def _write_cell(done: str, row: dict) -> None:
     with open(done + ".tmp", "w") as f:
         json.dump(row, f)
     os.replace(done + ".tmp", done)
-    return row
+
+
+def final_checkpoint(run_dir: str) -> str | None:
+    """The last checkpoint of a cell's run, None where the run left none here (a cell taken from a
+    report)."""
+    latest = os.path.join(run_dir, "checkpoints", "latest")
+    if not os.path.exists(latest):
+        return None
+    path = os.path.join(run_dir, "checkpoints", open(latest).read().strip())
+    return path if os.path.isdir(path) else None
+
+
+def needs_final_eval(args, row: dict, run_dir: str) -> bool:
+    """Whether ``--final-eval-episodes`` asks a finished cell for a final evaluation it has not got
+    (and its run's last checkpoint is here to give it)."""
+    n = getattr(args, "final_eval_episodes", 0)  # a job made by an older command line has none
+    got = row.get("final_eval")
+    return bool(n) and (got is None or got["episodes"] != n) and final_checkpoint(run_dir) is not None
+
+
+def final_eval(args, config, model_dir: str, out: str) -> float:
+    """Held-out success of the policy in ``model_dir`` on the cell's first ``--eval-split`` over
+    ``--final-eval-episodes`` episodes, through ``agentgym eval`` with the run's env settings (the
+    checkpoint's record), sampling, window and evaluation seed: the same evaluation as the curves',
+    larger (a split of no more tasks than that is played whole, each task as often). The result is
+    kept in ``out`` and read back from there."""
+    if not os.path.exists(out):
+        from agentgym.train.evaluate import main as evaluate
+
+        r, e = config.rollout, config.eval
+        argv = ["--model", model_dir, "--env-id", args.env_id, "--split", e.eval_splits[0],
+                "--num-episodes", str(args.final_eval_episodes), "--batch-size", "32",
+                "--max-new-tokens", str(r.sampling.max_new_tokens), "--temperature", repr(r.sampling.temperature),
+                "--top-p", repr(r.sampling.top_p), "--top-k", str(r.sampling.top_k), "--seed", str(e.eval_seed),
+                "--device", config.model.device, "--output", f"{out}.{os.getpid()}.tmp"]
+        if r.layout == "window":  # the trainers' evaluation: every past turn otherwise
+            argv += ["--window", str(r.window)]
+        if evaluate(argv) != 0:
+            raise RuntimeError(f"agentgym eval {' '.join(argv)} failed")
+        os.replace(f"{out}.{os.getpid()}.tmp", out)
+    with open(out) as f:
+        return json.load(f)["success_rate"]
+
+
+def unfinished(args, method: str, seed: int) -> bool:
+    """Whether a cell has still to train, or to be given its final evaluation."""
+    done = cell_path(args, method, seed)
+    return not os.path.exists(done) or needs_final_eval(args, json.load(open(done)), os.path.dirname(done))
 
 
 def run_jobs(args, jobs: int) -> None:
@@ -189,7 +254,7 @@ def run_jobs(args, jobs: int) -> None:
     two cells never build the same one, and no core waits on another seed's). A child's output goes
     to OUT/logs/<env>/; a failed child's log tail is printed, the others go on (a failed cold
     start's cells are not started), and the failures are raised at the end."""
-    todo = [(m, s) for s in args.seeds for m in args.methods if not os.path.exists(cell_path(args, m, s))]
+    todo = [(m, s) for s in args.seeds for m in args.methods if unfinished(args, m, s)]
     tasks, starts = [], {}
     for method, seed in todo:
         key = (cold_start_kind(args, method), seed)
@@ -272,8 +337,10 @@ def run_totals(metrics_path: str) -> dict:
 def summarize(cells: list[dict], threshold: float | None, metric: str = "success") -> dict:
     """Per method: success and PRS return before and at the end (mean, 95% CI, per seed), and the
     steps, episodes and training seconds until ``metric`` (``success`` or ``return``) reached the
-    threshold (mean over the seeds that reached it)."""
+    threshold (mean over the seeds that reached it); and the final evaluation's before and after
+    (``--final-eval-episodes``) of the cells that have one of the largest size."""
     methods = sorted({c["method"] for c in cells}, key=lambda m: list(METHODS).index(m))
+    final_n = max((c["final_eval"]["episodes"] for c in cells if c.get("final_eval")), default=None)
     before = [c["curve"][0][metric] for c in cells]
     if threshold is None and cells:
         best = max(sum(c["curve"][-1][metric] for c in cells if c["method"] == m) /
@@ -301,6 +368,12 @@ def summarize(cells: list[dict], threshold: float | None, metric: str = "success
                                "after": [c["curve"][-1][f"{split}/success"] for c in mine]}
                        for split in eval_splits(mine)},
         }
+        finals = [c for c in mine if c.get("final_eval") and c["final_eval"]["episodes"] == final_n]
+        if finals:
+            out["methods"][m]["final_eval"] = {
+                "split": finals[0]["final_eval"]["split"], "episodes": final_n, "seeds": [c["seed"] for c in finals],
+                "before": [c["final_eval"]["before"] for c in finals], "after": [c["final_eval"]["after"] for c in finals],
+                "gain_mean_ci": mean_ci([c["final_eval"]["after"] - c["final_eval"]["before"] for c in finals])}
     return out
 
 
@@ -356,6 +429,18 @@ def table(env_id: str, summary: dict) -> str:
                 g, gh = mean_ci([y - x for x, y in zip(b, a)])
                 cells.append(f"{f(sum(b) / len(b))} → {f(sum(a) / len(a))} ({g:+.3f} ± {f(gh)})")
             lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    finals = {m: s["final_eval"] for m, s in summary["methods"].items() if s.get("final_eval")}
+    if finals:  # --final-eval-episodes: each cell's cold start and last checkpoint, evaluated larger
+        first = next(iter(finals.values()))
+        lines += ["", f"Final evaluation on {first['split']}, {first['episodes']} episodes per policy (each cell's "
+                  "cold start and last checkpoint; gain ± 95% CI over seeds):", "",
+                  "| method | seeds | before | after | gain (mean ± 95% CI) | per seed (before → after) |",
+                  "|---|---|---|---|---|---|"]
+        for m, fe in finals.items():
+            g, gh = fe["gain_mean_ci"]
+            seeds = ", ".join(f"{x:.3f}→{y:.3f}" for x, y in zip(fe["before"], fe["after"]))
+            lines.append(f"| {m} | {', '.join(map(str, fe['seeds']))} | {f(sum(fe['before']) / len(fe['before']))} | "
+                         f"{f(sum(fe['after']) / len(fe['after']))} | {g:+.3f} ± {f(gh)} | {seeds} |")
     return "\n".join(lines)
 
 
@@ -434,7 +519,8 @@ def report(args) -> dict:
         f.write(md + "\n")
     with open(os.path.join(args.out, f"learning_curves_{tag}.json"), "w") as f:
         json.dump({"env_id": args.env_id, "max_episodes": args.max_episodes, "eval_every": args.eval_every,
-                   "eval_episodes": args.eval_episodes, "settings": {k: getattr(args, k) for k in SETTINGS},
+                   "eval_episodes": args.eval_episodes, "final_eval_episodes": args.final_eval_episodes,
+                   "settings": {k: getattr(args, k) for k in SETTINGS},
                    "summary": summary, "cells": cells}, f, indent=1)
     if cells:
         plot(args.env_id, cells, os.path.join(args.out, f"learning_curves_{tag}.png"))
@@ -470,6 +556,11 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--metric", choices=["success", "return"], default="success",
                    help="what the threshold columns measure: held-out success or PRS return")
     p.add_argument("--cpu-threads", type=int, default=None, help="default: the trainers' default")
+    p.add_argument("--final-eval-episodes", type=int, default=0, metavar="N",
+                   help="after a cell, evaluate its cold start and its last checkpoint on the first --eval-split "
+                        "with N episodes each (agentgym eval, the run's sampling; a split of no more than N tasks "
+                        "is played whole, each task N/size times): a tighter before and after than the curves', "
+                        "in a table of its own; finished cells get it too (default 0: none)")
     p.add_argument("--override", type=json.loads, default={},
                    help='JSON of trainer settings for every cell and cold start, flat names as build() takes '
                         'them, e.g. \'{"num_groups": 8, "cold_start": {"num_steps": 400}}\'')
@@ -487,6 +578,8 @@ def main(argv: list[str] | None = None) -> dict:
         return {}
     if args.jobs < 1:
         p.error("--jobs must be at least 1")
+    if args.final_eval_episodes < 0:
+        p.error("--final-eval-episodes must be at least 0")
     from agentgym.train.base.flags import build
     from agentgym.train.config.recipes import apply_recipe
     from agentgym.train.config.tree import TrainConfig

@@ -189,3 +189,35 @@ def test_jobs_start_no_cell_whose_cold_start_failed(tmp_path, capsys):
     assert "cold_start grpo seed 0 failed" in err and "no_such_option" in err
     assert "cell grpo seed 0 not started" in err and "cell vspo seed 0 not started" in err
     assert not (tmp_path / "cells").exists()
+
+
+def test_a_final_evaluation_measures_each_cell_and_its_cold_start_once(tmp_path):
+    def bench(*extra):
+        return lc.main(["--methods", "grpo", "control", "--seeds", "0", "--eval-every", "2", "--eval-episodes", "2",
+                        "--cpu-threads", "1", "--model", "tiny", "--out", str(tmp_path), "--override", json.dumps(TOY),
+                        "--max-episodes", "4", *extra])
+
+    bench()  # finished cells without one
+    cells = tmp_path / "cells" / "ToolQA-v0"
+    assert "final_eval" not in json.loads((cells / "grpo" / "seed0" / "cell.json").read_text())
+    summary = bench("--final-eval-episodes", "3")  # finished cells get it
+    finals = {m: json.loads((cells / m / "seed0" / "cell.json").read_text())["final_eval"] for m in ("grpo", "control")}
+    for fe in finals.values():
+        assert fe["split"] == "valid" and fe["episodes"] == 3 and 0 <= fe["before"] <= 1 and 0 <= fe["after"] <= 1
+    # the two cells share their cold start: it is evaluated once, and both start from its result
+    assert finals["grpo"]["before"] == finals["control"]["before"]
+    # the control (lr 1e-12) plays as its cold start does: both evaluated with the same settings
+    control = [json.loads(p.read_text())["episodes"] for p in (
+        tmp_path / "cold_start" / "ToolQA-v0" / "plain-seed0" / "eval-valid-3.json", cells / "control" / "seed0" / "eval-valid-3.json")]
+    assert control[0] == control[1]
+    kept = sorted(p.name for p in (tmp_path / "cold_start" / "ToolQA-v0" / "plain-seed0").glob("eval-*.json"))
+    assert kept == ["eval-valid-3.json"]
+    played = json.loads((cells / "grpo" / "seed0" / "eval-valid-3.json").read_text())
+    assert played["num_episodes"] == 3 and played["success_rate"] == finals["grpo"]["after"]
+    assert summary["methods"]["grpo"]["final_eval"]["after"] == [finals["grpo"]["after"]]
+    md = (tmp_path / "learning_curves_ToolQA-v0.md").read_text()
+    assert "Final evaluation on valid, 3 episodes per policy" in md and "\n| control | 0 | " in md
+    # asked again, nothing is played again
+    stamp = (cells / "grpo" / "seed0" / "eval-valid-3.json").stat().st_mtime_ns
+    bench("--final-eval-episodes", "3")
+    assert (cells / "grpo" / "seed0" / "eval-valid-3.json").stat().st_mtime_ns == stamp
