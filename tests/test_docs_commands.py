@@ -58,7 +58,7 @@ TRAINER_SHRINK = ("--num-steps 1 --num-groups 1 --group-size 2 --max-new-tokens 
 SHRINK = [
     # the methods table on the recipe: one shrunk cell on the learning test's 1,200-game set
     (r"^python benchmarks/learning_curves\.py .*--recipe alfworld-l0", "--methods grpo --seeds 0 --max-episodes 4 "
-     "--eval-every 1 --eval-episodes 2 --env-kwargs '{\"data_path\": \"generated:1200:tiny\", \"l0_every\": 40}' "
+     "--eval-every 1 --eval-episodes 2 --final-eval-episodes 2 --env-kwargs '{\"data_path\": \"generated:1200:tiny\", \"l0_every\": 40}' "
      "--override '{\"cold_start\": {\"num_steps\": 2, \"num_episodes\": 2}, \"num_groups\": 1, \"group_size\": 2, "
      "\"max_new_tokens\": 4}'"),
     # the recipe's 16,000-game set is 796 MB: its shrunk run plays the learning test's 1,200-game set
