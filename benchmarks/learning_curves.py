@@ -140,6 +140,11 @@ def cold_start_kind(args, method: str) -> str:
     return "judge" if script_defaults(args, trainer(METHODS[method][0])).cold_start.judge_samples else "plain"
 
 
+def cold_start_root(args, method: str, seed: int) -> str:
+    """Where a seed's cold start of a method's kind lives (its SFT run, and its final evaluation)."""
+    return os.path.join(args.out, "cold_start", args.env_id, f"{cold_start_kind(args, method)}-seed{seed}")
+
+
 def cold_start_dir(args, method: str, seed: int) -> str:
     """Build (or reuse) the seed's cold start with the method's recipe, as ``train`` would."""
     from agentgym.train.base.flags import build
@@ -148,7 +153,7 @@ def cold_start_dir(args, method: str, seed: int) -> str:
     module = trainer(METHODS[method][0])
     defaults = script_defaults(args, module)
     recipe = cold_start_kind(args, method)
-    out = os.path.join(args.out, "cold_start", args.env_id, f"{recipe}-seed{seed}")
+    out = cold_start_root(args, method, seed)
     values = dict(seed=seed, output_dir=out, env_id=args.env_id, cpu_threads=args.cpu_threads,
                   progress=False, quiet=True, tensorboard=False)
     if args.model is not None:
@@ -186,8 +191,7 @@ def run_cell(args, method: str, seed: int) -> dict:
         model = cold_start_dir(args, method, seed)
         _, config = cell_config(args, method, seed, model, out)
         split, n = config.eval.eval_splits[0], args.final_eval_episodes
-        before = os.path.join(args.out, "cold_start", args.env_id, f"{cold_start_kind(args, method)}-seed{seed}",
-                              f"eval-{split}-{n}.json")
+        before = os.path.join(cold_start_root(args, method, seed), f"eval-{split}-{n}.json")
         row["final_eval"] = {"split": split, "episodes": n, "before": final_eval(args, config, model, before),
                              "after": final_eval(args, config, final_checkpoint(out), os.path.join(out, f"eval-{split}-{n}.json"))}
         _write_cell(done, row)
