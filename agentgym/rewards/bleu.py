@@ -11,8 +11,11 @@ punishes padding. Our definition (SPEC §4.1), after SQuAD normalization of both
    shorter than the reference). Higher orders are add-one smoothed so a near-miss word order is
    not a hard 0; unigrams are never smoothed, so a wrong answer scores exactly 0.
 3. A verbosity penalty ``exp(1 - len(hyp) / (lam * len(ref)))`` when ``len(hyp) > lam * len(ref)``
-   (``lam = 2``): up to twice the reference length is free, beyond it the score decays.
-4. The score against several gold aliases is the best one. An exact match scores 1.0.
+   (``lam = 2``): up to twice the reference length is free, beyond it the score decays. These two
+   lengths are words as written (split on white space, before normalization), so padding with what
+   normalization drops (``the the the``, a run of lone dots) costs score like any other padding.
+4. The score against several gold aliases is the best one. An exact match after normalization
+   scores 1.0, times the verbosity penalty.
 
 The answer is cut to :data:`~agentgym.rewards.qa_metrics.MAX_SCORED_CHARS` characters (or four
 times the longest alias) before scoring; the verbosity penalty has long driven the score to 0 by then.
@@ -29,6 +32,8 @@ Worked examples (these are tests too):
 0.2022
 >>> round(length_aware_bleu("Paris France", ["Paris"]), 4)     # precision 1/2, within 2x: no penalty
 0.5
+>>> round(length_aware_bleu("the the the the Paris", ["Paris"]), 4)  # exact match, 5 written words
+0.2231
 """
 
 from __future__ import annotations
@@ -52,7 +57,13 @@ def _reference_ngrams(text: str, order: int):
     return extract_all_word_ngrams(text, 1, order)
 
 
-def _bleu_tokens(hyp: str, ref: str, n_hyp: int, n_ref: int, lam: float) -> float:
+def _verbosity(written_hyp: int, written_ref: int, lam: float) -> float:
+    if written_hyp <= lam * written_ref:
+        return 1.0
+    return math.exp(1.0 - written_hyp / (lam * written_ref))
+
+
+def _bleu_tokens(hyp: str, ref: str, n_hyp: int, n_ref: int) -> float:
     order = min(4, n_hyp, n_ref)
     hyp_counts, _ = extract_all_word_ngrams(hyp, 1, order)
     ref_counts, _ = _reference_ngrams(ref, order)
@@ -68,11 +79,8 @@ def _bleu_tokens(hyp: str, ref: str, n_hyp: int, n_ref: int, lam: float) -> floa
     for k in range(1, order):
         correct[k] += 1
         total[k] += 1
-    score = BLEU.compute_bleu(correct, total, n_hyp, n_ref, smooth_method="none",
-                              max_ngram_order=order).score / 100.0
-    if n_hyp > lam * n_ref:
-        score *= math.exp(1.0 - n_hyp / (lam * n_ref))
-    return score
+    return BLEU.compute_bleu(correct, total, n_hyp, n_ref, smooth_method="none",
+                             max_ngram_order=order).score / 100.0
 
 
 def length_aware_bleu(hypothesis: str, references: Iterable[str], lam: float = DEFAULT_LAMBDA) -> float:
@@ -80,16 +88,19 @@ def length_aware_bleu(hypothesis: str, references: Iterable[str], lam: float = D
     if lam <= 0:
         raise ValueError(f"lam must be positive, got {lam}")
     references = gold_list(references, "references")
-    hyp = normalize_answer(clip_for_scoring(hypothesis, references))
+    clipped = clip_for_scoring(hypothesis, references)
+    hyp = normalize_answer(clipped)
     n_hyp = len(hyp.split())
     if n_hyp == 0:
         return 0.0
+    written_hyp = len(clipped.split())
     best = 0.0
     for reference in references:
         ref = normalize_answer(reference)
-        if hyp == ref:
-            return 1.0
         n_ref = len(ref.split())
-        if n_ref:
-            best = max(best, _bleu_tokens(hyp, ref, n_hyp, n_ref, lam))
+        if not n_ref:
+            continue
+        verbosity = _verbosity(written_hyp, len(reference.split()), lam)
+        match = 1.0 if hyp == ref else _bleu_tokens(hyp, ref, n_hyp, n_ref)
+        best = max(best, match * verbosity)
     return min(best, 1.0)

@@ -24,8 +24,16 @@ def test_one_word_answer_is_scored_on_unigrams():
 def test_verbose_answer_containing_gold_scores_between_zero_and_one():
     verbose = length_aware_bleu("the answer is definitely paris in france", ["Paris"])
     assert 0.0 < verbose < 1.0
-    # precision 1/6 (after dropping "the") times exp(1 - 6 / (2 * 1))
-    assert verbose == pytest.approx((1 / 6) * math.exp(1 - 6 / 2))
+    # precision 1/6 (after dropping "the"); verbosity counts the 7 words as written: exp(1 - 7 / (2 * 1))
+    assert verbose == pytest.approx((1 / 6) * math.exp(1 - 7 / 2))
+
+
+@pytest.mark.parametrize("padded", ["the the the the Paris", "Paris . . . . . . .", "a an the Paris ! !"])
+def test_padding_that_normalization_drops_still_costs_score(padded):
+    assert normalize_answer(padded) == "paris"
+    written = len(padded.split())
+    assert length_aware_bleu(padded, ["Paris"]) == pytest.approx(math.exp(1 - written / 2))
+    assert length_aware_bleu("The Paris.", ["Paris"]) == 1.0  # two written words: within 2x
 
 
 def test_padding_within_lambda_times_reference_is_not_penalized_beyond_precision():
