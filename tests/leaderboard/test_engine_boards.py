@@ -15,6 +15,7 @@ import pytest
 
 import agentgym  # noqa: F401
 from agentgym.leaderboard import RunnerConfig, run_board
+from agentgym.leaderboard.store import read_jsonl
 
 QUIET = RunnerConfig(num_envs=3, progress=False)
 
@@ -148,12 +149,9 @@ _DUMPS_STACKS = ("import faulthandler, signal, sys; faulthandler.register(signal
                  "from agentgym.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
-def _finished_lines(path: str) -> int:
-    """Episodes written in full (a line still being written does not count)."""
-    if not os.path.exists(path):
-        return 0
-    with open(path, "rb") as f:
-        return f.read().count(b"\n")
+def _finished(path: str) -> int:
+    """Episodes written in full, read as a resumed board reads them (a line cut short does not count)."""
+    return sum(1 for _ in read_jsonl(path))
 
 
 @pytest.mark.slow
@@ -171,20 +169,21 @@ def test_a_run_killed_mid_way_resumes_to_the_same_board(official_tree, tmp_path)
     # records every stack and kills the run wherever it is, as long as an episode is finished.
     start = time.monotonic()
     stalled = False
-    while proc.poll() is None and _finished_lines(episodes) < 3:
+    while proc.poll() is None and _finished(episodes) < 3:
         waited = time.monotonic() - start
         if waited > 60 and not stalled:
             stalled = True
-            for pid in [proc.pid, *(c.pid for c in psutil.Process(proc.pid).children(recursive=True))]:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGUSR1)
-        if stalled and _finished_lines(episodes) >= 1 or waited > 300:
+            with contextlib.suppress(psutil.NoSuchProcess):  # it may finish as it is asked
+                for pid in [proc.pid, *(c.pid for c in psutil.Process(proc.pid).children(recursive=True))]:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGUSR1)
+        if stalled and _finished(episodes) >= 1 or waited > 300:
             break
         time.sleep(0.05)
     assert proc.poll() is None, "the run finished before it could be killed"
-    os.killpg(proc.pid, signal.SIGKILL)  # the board and its env workers, at once
+    os.killpg(proc.pid, signal.SIGKILL)  # the board; its env workers follow it within a second (their watchdog)
     proc.wait()
-    done_before = _finished_lines(episodes)
+    done_before = _finished(episodes)
     log = stderr_path.read_text(errors="replace")
     if stalled:
         warnings.warn(f"the board had {done_before} of 16 episodes after {time.monotonic() - start:.0f} s; "
