@@ -232,7 +232,8 @@ def load_tasks(path: str | os.PathLike, split: str | None = None) -> TaskSet:
     if not isinstance(env_id, str) or not 0 < len(env_id) <= 200:
         raise ValueError(f"env_id in {spec_path} must be an env id, got {short_repr(env_id)}")
     if env_id not in gym.registry:
-        raise ValueError(f"the task set at {path} holds tasks of {env_id!r}, which is not a registered env id here")
+        raise ValueError(f"the task set at {path} holds tasks of {env_id!r}, which is not a registered env id here "
+                         "(a user's env: import the module that registers it first; the set's card names it)")
     if not isinstance(env_kwargs, dict) or not all(isinstance(k, str) for k in env_kwargs) or "tasks" in env_kwargs:
         raise ValueError(f"env_kwargs in {spec_path} must be a mapping of names without tasks=, "
                          f"got {short_repr(env_kwargs)}")

@@ -54,7 +54,8 @@ def env_class_of(task_set: TaskSet) -> type:
     """The env class the set's env id is registered with (task_set_reading registered the ids)."""
     if task_set.env_id not in gym.registry:
         raise ValueError(f"the task set at {task_set.where} holds tasks of {task_set.env_id!r}, "
-                         "which is not a registered env id here")
+                         "which is not a registered env id here "
+                         "(a user's env: import the module that registers it first; the set's card names it)")
     entry = gym.spec(task_set.env_id).entry_point
     return entry if callable(entry) else load_env_creator(entry)
 

@@ -58,7 +58,7 @@ from agentgym.extras import require_for_script
 from agentgym.integrations.serve import check_env, env_kwargs_from_json
 from agentgym.integrations.task_card import card_text
 from agentgym.leaderboard.stamps import code_stamps
-from agentgym.leaderboard.tasks import enumerate_tasks, family
+from agentgym.leaderboard.tasks import OTHER, enumerate_tasks, env_module, family, registered_env_id
 
 __all__ = ["FORMAT", "SPEC_FILE", "TaskSet", "describe_tasks", "export_tasks", "is_task_set", "load_tasks", "main"]
 
@@ -190,11 +190,13 @@ def _spec_text(out: str, env_id: str, env_kwargs: dict, records: dict[str, dict]
     if len(records) == 1:  # what a format-1 reader looks for
         spec.update(split=first, num_tasks=records[first]["num_tasks"], task_list_hash=records[first]["task_list_hash"])
     spec.update(agentgym_version=stamps["agentgym_version"], git_commit=stamps["git_commit"], engines=stamps["engines"])
-    run = {"python": f'import agentgym, gymnasium as gym; env = gym.make("{env_id}", tasks="{out}")',
-           "python_one_split": f'from agentgym.integrations.tasksets import load_tasks; '
+    module = env_module(env_id)  # a user's env: its module registers it
+    imports = f"import agentgym, {module}" if module else "import agentgym"
+    run = {"python": f'{imports}, gymnasium as gym; env = gym.make("{env_id}", tasks="{out}")',
+           "python_one_split": f'{imports}; from agentgym.integrations.tasksets import load_tasks; '
                                f'env = load_tasks("{out}", split="{first}").make()',
-           "leaderboard": f"agentgym leaderboard --agents expert --envs {env_id} --split {first} "
-                          f"--tasks {out} --out runs/board"}
+           "leaderboard": f"agentgym leaderboard --agents expert --envs {f'{module}:' if module else ''}{env_id} "
+                          f"--split {first} --tasks {out} --out runs/board"}
     counts = ", ".join(f"{name} ({r['num_tasks']} tasks)" for name, r in records.items())
     return (f"# agentgym task set: {env_id}, splits {counts}\n"
             + "".join(f"{key}: {_yaml_value(value)}\n" for key, value in spec.items())
@@ -206,8 +208,11 @@ def describe_tasks(env_id: str, env_kwargs: Mapping[str, Any], tasks: Sequence[T
 
     ToolQA: the question; ALFWorld: the goal; both as ``info["instruction"]`` at reset.
     ScienceWorld: the task's title and variation (the engine words a variation only once it is
-    loaded, which takes a JVM)."""
+    loaded, which takes a JVM). A user's env: ``info["instruction"]`` of a reset into each task,
+    under the license ``other`` (its data's license is its author's to state)."""
     kind = family(env_id)
+    if kind == OTHER:
+        return _instructions_at_reset(env_id, env_kwargs, tasks), "other"
     if kind == "scienceworld":
         titles = {name: (number, title) for name, number, title in TASKS}
         texts = []
@@ -242,6 +247,27 @@ def describe_tasks(env_id: str, env_kwargs: Mapping[str, Any], tasks: Sequence[T
     if kind == "toolqa":
         return texts, "other" if env_kwargs.get("dataset") is not None else "apache-2.0"
     return texts, "apache-2.0" if generated else "mit"
+
+
+def _instructions_at_reset(env_id: str, env_kwargs: Mapping[str, Any], tasks: Sequence[TaskRef]) -> list[str]:
+    """``info["instruction"]`` at a reset into each task, one env per split the tasks name."""
+    texts = []
+    envs: dict[str, Any] = {}
+    try:
+        for t in tasks:
+            split = str(t.options.get("split", ""))
+            if split not in envs:
+                envs[split] = gym.make(env_id, **{**env_kwargs, **({"split": split} if split else {}), "expert": False})
+            try:
+                _, info = envs[split].reset(options=dict(t.options))
+            except (ValueError, KeyError) as e:
+                raise ValueError(f"{env_id} cannot start its own task {short_repr(t.task_id)} "
+                                 f"(reset options {short_repr(t.options)}): {e}") from None
+            texts.append(str(info.get("instruction", "")))
+    finally:
+        for env in envs.values():
+            env.close()
+    return texts
 
 
 _GOAL = re.compile(r'Your task is to: ((?:[^"\\]|\\.)*)"')
@@ -279,7 +305,7 @@ def _alfworld_generated(game_file: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agentgym export-tasks", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("env_id", help="registered env id (`agentgym list`)")
+    parser.add_argument("env_id", help="registered env id (`agentgym list`), or module:EnvId for a user's env")
     parser.add_argument("--split", required=True, help="the split (or level) whose tasks to write; the set names it so")
     parser.add_argument("--out", required=True, help="a new or empty folder, or a task set of the same env and "
                                                      "kwargs (the split is added to it, or replaces its namesake)")
@@ -295,9 +321,13 @@ def main(argv: list[str] | None = None) -> int:
         check_split_name(args.split)
     except ValueError as e:
         raise SystemExit(f"--split: {e}") from None
-    check_env(args.env_id, kwargs)
     try:
-        written = export_tasks(args.env_id, args.split, args.out, kwargs, args.tasks, args.limit)
+        env_id = registered_env_id(args.env_id)  # a user's env as module:EnvId
+    except ValueError as e:
+        raise SystemExit(f"agentgym export-tasks: {e}") from None
+    check_env(env_id, kwargs)
+    try:
+        written = export_tasks(env_id, args.split, args.out, kwargs, args.tasks, args.limit)
         whole = load_tasks(args.out)
     except ValueError as e:
         raise SystemExit(str(e)) from None
@@ -305,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"cannot write the task set to {args.out}: {getattr(e, 'strerror', None) or one_line(e)}") \
             from None
     counts = ", ".join(f"{name} ({len(refs)} tasks)" for name, refs in whole.splits.items())
-    print(f"wrote {len(written.tasks)} tasks of {args.env_id} ({written.split}) to {args.out}; the set holds {counts}")
+    print(f"wrote {len(written.tasks)} tasks of {env_id} ({written.split}) to {args.out}; the set holds {counts}")
     return 0
 
 

@@ -30,7 +30,7 @@ from agentgym.leaderboard.runner import RunnerConfig, run_block
 from agentgym.leaderboard.specs import ModelOptions, make_agent, split_name
 from agentgym.leaderboard.stats import summarize
 from agentgym.leaderboard.store import Block, RunDir, check_distinct_files, merge
-from agentgym.leaderboard.tasks import family
+from agentgym.leaderboard.tasks import family, registered_env_id
 from agentgym.locks import DirectoryInUse, lock_dir
 from agentgym.output_paths import OutputPathError, check_output_dir, disk_full, disk_full_message
 from agentgym.prompts import MAX_ACTION_CHARS, MIN_ACTION_CHARS
@@ -70,7 +70,8 @@ def play_board(agent_specs, env_ids, splits, out: str, env_kwargs: dict | None =
                model: ModelOptions | None = None, log=print) -> tuple[list[dict], Plan]:
     """:func:`run_board`, also returning the plan (which agents were left out of which env, and why).
 
-    Everything the board can check is checked before anything is played (BoardError); the run
+    ``env_ids`` are registered ids, or ``module:EnvId`` for an env its module registers on import
+    (``env_kwargs`` may be keyed by either spelling). Everything the board can check is checked before anything is played (BoardError); the run
     directory is locked for the whole run (DirectoryInUse when another process has it)."""
     import agentgym  # noqa: F401  registers the envs
 
@@ -78,6 +79,10 @@ def play_board(agent_specs, env_ids, splits, out: str, env_kwargs: dict | None =
     check_options(repeats, limit, runner.num_envs, runner.agent_timeout)
     if env_kwargs is not None and not isinstance(env_kwargs, dict):
         raise BoardError(f"--env-kwargs must be a JSON object, got {type(env_kwargs).__name__}")
+    typed = _registered(env_ids or [])
+    env_ids = list(dict.fromkeys(typed.values()))
+    if env_kwargs and set(env_kwargs) <= set(typed) | set(env_ids):  # keyed by env id, as typed
+        env_kwargs = {typed.get(key, key): value for key, value in env_kwargs.items()}
     check_env_ids(env_ids)
     check_agent_names(agent_specs)
     _check_out(out)
@@ -224,6 +229,17 @@ def _main(argv: list[str], error) -> int:
     for line in problems:
         error(line)
     return NO_ACTIONS if problems else 0
+
+
+def _registered(typed) -> dict[str, str]:
+    """Each env id as typed -> the id it is registered under (``module:EnvId`` imports ``module``)."""
+    out = {}
+    for env_id in typed:
+        try:
+            out[env_id] = registered_env_id(env_id)
+        except ValueError as e:
+            raise BoardError(f"--envs: {e}") from None
+    return out
 
 
 def _check_model_flags(args) -> None:

@@ -2,8 +2,9 @@
 
 - Options: ``repeats``, ``limit`` and ``num_envs`` are at least 1, the agent timeout a positive
   number of seconds (``inf``: none).
-- Envs: each id is registered and is one the board can enumerate, and ``--env-kwargs`` make it
-  (it is made once, with the first of the requested splits that exists).
+- Envs: each id is registered, its class is an :class:`~agentgym.envs.base.AgentEnv` (whose
+  ``task_refs`` the board enumerates), and ``--env-kwargs`` make it (it is made once, with the first
+  of the requested splits that exists).
 - Names: two agents whose rows would share a file are refused (see :mod:`~agentgym.leaderboard.store`).
 - Agents: an agent's own ``env_kwargs`` that no env can be made with (not a dict, an unknown
   keyword, a bad value) cost that agent its rows on that env, reported in :attr:`Plan.skipped`;
@@ -21,13 +22,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gymnasium.envs.registration import load_env_creator
+
+from agentgym.envs.base import AgentEnv
 from agentgym.envs.task_refs import task_list_hash
 from agentgym.leaderboard.calls import describe
 from agentgym.leaderboard.errors import BoardError
 from agentgym.leaderboard.specs import check_spec, split_name
 from agentgym.leaderboard.stamps import code_stamps
 from agentgym.leaderboard.store import NAMING, Block, file_part
-from agentgym.leaderboard.tasks import enumerate_tasks, family
+from agentgym.leaderboard.tasks import OTHER, enumerate_tasks, family
 
 _UNEXPECTED = re.compile(r"unexpected keyword argument '([^']+)'")
 
@@ -60,13 +64,18 @@ def check_env_ids(env_ids) -> None:
         raise BoardError("no env to play: name one or more with --envs")
     for env_id in env_ids:
         try:
-            gym.spec(env_id)
+            entry = gym.spec(env_id).entry_point
         except gym.error.Error as e:
-            raise BoardError(f"unknown env {env_id!r} ({describe(e)}); `agentgym list` shows the env ids") from None
-        try:
-            family(env_id)
-        except ValueError as e:
-            raise BoardError(str(e)) from None
+            raise BoardError(f"unknown env {env_id!r} ({describe(e)}); `agentgym list` shows the env ids, and a "
+                             "user's env is named module:EnvId") from None
+        if family(env_id) == OTHER:
+            try:
+                env_class = entry if callable(entry) else load_env_creator(entry)
+            except Exception as e:  # noqa: BLE001  an entry point that does not import
+                raise BoardError(f"{env_id}: its entry point {entry!r} does not load: {describe(e)}") from None
+            if not (isinstance(env_class, type) and issubclass(env_class, AgentEnv)):
+                raise BoardError(f"{env_id} ({entry!r}) is not an agentgym env: the board plays envs built on "
+                                 "agentgym.envs.base.AgentEnv that list their tasks (task_refs)")
 
 
 def check_agent_names(specs) -> None:

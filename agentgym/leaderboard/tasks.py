@@ -10,6 +10,9 @@ The env lists them (:meth:`agentgym.envs.base.AgentEnv.task_refs`):
 - ScienceWorld: every variation of the split for each of the env's tasks (the engine's own
   train/dev/test lists; levels pick tasks as :mod:`agentgym.envs.scienceworld.levels` says); the
   task type is the task.
+- A user's own env: whatever its ``task_refs(split)`` lists (an ``AgentEnv`` subclass overrides
+  it); on the command line it is named ``module:EnvId``, gymnasium's spelling, whose module
+  registers it when imported.
 
 Tasks are ordered round-robin over task types (each type's tasks in id order), so ``limit=n``
 keeps the first ``n`` and still covers every type evenly.
@@ -18,6 +21,7 @@ keeps the first ``n`` and still covers every type evenly.
 from __future__ import annotations
 
 import fnmatch
+import importlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,20 +30,54 @@ import gymnasium as gym
 from agentgym.envs.task_refs import TaskRef
 from agentgym.envs.task_set_reading import is_task_set, load_tasks
 
-__all__ = ["FAMILIES", "enumerate_tasks", "env_task_refs", "family", "round_robin"]
+__all__ = ["FAMILIES", "OTHER", "enumerate_tasks", "env_module", "env_task_refs", "family", "registered_env_id",
+           "round_robin"]
 
 FAMILIES = ("toolqa", "alfworld", "scienceworld")
+OTHER = "other"
+"""The family of every env that is not one of agentgym's own (a user's)."""
 
 
 def family(env_id: str) -> str:
-    """``toolqa``, ``alfworld`` or ``scienceworld``: which of the envs whose tasks the board lists
-    an env id is (the board picks its backend by it, a task set's card its tags)."""
-    entry = str(gym.spec(env_id).entry_point)
-    for name in FAMILIES:
-        if f".{name}." in entry:
-            return name
-    raise ValueError(f"the leaderboard cannot enumerate the tasks of {env_id} ({entry}); "
-                     f"it knows the {', '.join(FAMILIES)} envs")
+    """``toolqa``, ``alfworld`` or ``scienceworld`` for agentgym's envs, :data:`OTHER` for any other
+    registered env (the board picks its backend by it, a task set's card its tags and license)."""
+    entry = gym.spec(env_id).entry_point
+    if isinstance(entry, str) and entry.startswith("agentgym."):
+        for name in FAMILIES:
+            if f".{name}." in entry:
+                return name
+    return OTHER
+
+
+def env_module(env_id: str) -> str | None:
+    """The module to import before ``gym.make(env_id)`` for a user's env (its entry point's, whose
+    import registers it, as ``--envs module:EnvId`` does); None for agentgym's own envs."""
+    entry = gym.spec(env_id).entry_point
+    if family(env_id) != OTHER or not isinstance(entry, str) or ":" not in entry:
+        return None
+    return entry.partition(":")[0]
+
+
+def registered_env_id(env_id: str) -> str:
+    """The id ``env_id`` is registered under, for an id a user typed: ``module:EnvId`` (gymnasium's
+    spelling for an env registered by its own package) imports ``module`` and gives ``EnvId``.
+
+    Only for what a person typed: an id read from data (a task set, a checkpoint's record) never
+    imports anything, so such data cannot choose code to run."""
+    if not isinstance(env_id, str) or not env_id:
+        raise ValueError(f"an env id must be a non-empty string, got {env_id!r}")
+    module, sep, name = env_id.rpartition(":")
+    if sep:
+        if not module or not name:
+            raise ValueError(f"{env_id!r} is not an env id; give EnvId or module:EnvId")
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise ValueError(f"cannot import {module!r}, the module {env_id!r} names to register its env: "
+                             f"{type(e).__name__}: {e}") from None
+        if name not in gym.registry:
+            raise ValueError(f"importing {module!r} did not register {name!r}")
+    return name
 
 
 def enumerate_tasks(env_id: str, split: str, env_kwargs: dict[str, Any] | None = None,
@@ -50,7 +88,6 @@ def enumerate_tasks(env_id: str, split: str, env_kwargs: dict[str, Any] | None =
     if select and len(select) == 1 and is_task_set(select[0]):  # a folder from `agentgym export-tasks`
         tasks = load_tasks(select[0]).refs_for(env_id, split)
         return tasks[:limit] if limit is not None else tasks
-    family(env_id)
     tasks = env_task_refs(env_id, split, env_kwargs)
     if select:
         tasks = [t for t in tasks if any(fnmatch.fnmatchcase(t.task_id, p) or fnmatch.fnmatchcase(t.task_type, p)
@@ -69,12 +106,14 @@ def env_task_refs(env_id: str, split: str, env_kwargs: dict[str, Any]) -> list[T
     """Every task of ``env_id`` on ``split``, as the env lists them (its expert off: listing needs none)."""
     env = gym.make(env_id, **{**env_kwargs, "split": split, "expert": False})
     try:
-        refs = env.unwrapped.task_refs(split)
+        task_refs = getattr(env.unwrapped, "task_refs", None)
+        refs = task_refs(split) if callable(task_refs) else None
     finally:
         env.close()
     if refs is None:
-        raise ValueError(f"{env_id} does not list its tasks, so the leaderboard cannot enumerate them")
-    return refs
+        raise ValueError(f"{env_id} does not list its tasks, so they cannot be enumerated: its env class needs a "
+                         "task_refs(split) method (agentgym.envs.base.AgentEnv.task_refs says what it returns)")
+    return list(refs)
 
 
 def round_robin(tasks: list[TaskRef]) -> list[TaskRef]:
