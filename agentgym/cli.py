@@ -94,8 +94,14 @@ def _make(args, **fixed):
     """The env ``args`` name; a setting the env refuses is one line on stderr, not a traceback."""
     import gymnasium as gym
 
+    from agentgym.envs.env_ids import registered_env_id
+
     if args.seed < 0:
         raise SystemExit(f"agentgym {args.command}: --seed must be an integer >= 0, got {args.seed}")
+    try:
+        args.env_id = registered_env_id(args.env_id)  # a user's env as module:EnvId
+    except ValueError as e:
+        raise SystemExit(f"agentgym {args.command}: {e}") from None
     if args.env_id not in gym.registry:
         raise SystemExit(f"agentgym {args.command}: unknown env id {args.env_id!r}; `agentgym list` shows the env ids")
     try:
@@ -197,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(name, help=helptext, description=helptext + (f"\n\n{PLAY_HELP}" if name == "play" else ""),
                            formatter_class=_HelpFormatter)
         p.add_argument("env_id", nargs="?" if name == "demo" else None, default="ToolQA-v0",
-                       help="registered env id (`agentgym list`)")
+                       help="registered env id (`agentgym list`), or module:EnvId for your own env")
         p.add_argument("--seed", type=int, default=0, help="reset seed: the same seed gives the same task")
         p.add_argument("--kwarg", action="append", default=[], metavar="KEY=VALUE",
                        help="env keyword argument, repeatable; VALUE is read as JSON when it parses")

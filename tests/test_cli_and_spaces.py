@@ -45,7 +45,7 @@ def test_top_level_help_lists_the_commands_for_users(capsys):
 
 def test_demo_help_describes_every_argument_with_its_default(capsys):
     out = " ".join(_help(["demo"], capsys).split())
-    assert "env_id registered env id (`agentgym list`) (default: ToolQA-v0)" in out
+    assert "env_id registered env id (`agentgym list`), or module:EnvId for your own env (default: ToolQA-v0)" in out
     assert "--seed SEED reset seed: the same seed gives the same task (default: 0)" in out
     assert "--kwarg KEY=VALUE env keyword argument, repeatable" in out
 

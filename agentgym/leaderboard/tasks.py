@@ -21,12 +21,12 @@ keeps the first ``n`` and still covers every type evenly.
 from __future__ import annotations
 
 import fnmatch
-import importlib
 from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 
+from agentgym.envs.env_ids import registered_env_id
 from agentgym.envs.task_refs import TaskRef
 from agentgym.envs.task_set_reading import is_task_set, load_tasks
 
@@ -56,28 +56,6 @@ def env_module(env_id: str) -> str | None:
     if family(env_id) != OTHER or not isinstance(entry, str) or ":" not in entry:
         return None
     return entry.partition(":")[0]
-
-
-def registered_env_id(env_id: str) -> str:
-    """The id ``env_id`` is registered under, for an id a user typed: ``module:EnvId`` (gymnasium's
-    spelling for an env registered by its own package) imports ``module`` and gives ``EnvId``.
-
-    Only for what a person typed: an id read from data (a task set, a checkpoint's record) never
-    imports anything, so such data cannot choose code to run."""
-    if not isinstance(env_id, str) or not env_id:
-        raise ValueError(f"an env id must be a non-empty string, got {env_id!r}")
-    module, sep, name = env_id.rpartition(":")
-    if sep:
-        if not module or not name:
-            raise ValueError(f"{env_id!r} is not an env id; give EnvId or module:EnvId")
-        try:
-            importlib.import_module(module)
-        except ImportError as e:
-            raise ValueError(f"cannot import {module!r}, the module {env_id!r} names to register its env: "
-                             f"{type(e).__name__}: {e}") from None
-        if name not in gym.registry:
-            raise ValueError(f"importing {module!r} did not register {name!r}")
-    return name
 
 
 def enumerate_tasks(env_id: str, split: str, env_kwargs: dict[str, Any] | None = None,

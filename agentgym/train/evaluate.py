@@ -28,6 +28,7 @@ import numpy as np
 import agentgym.envs  # noqa: F401  registers the envs
 from agentgym.agents import HFPolicy, OpenAIPolicy, SamplingConfig
 from agentgym.agents.tiny import resolve_model_path
+from agentgym.envs.env_ids import registered_env_id
 from agentgym.output_paths import OutputPathError, check_output_file, disk_full, disk_full_message
 from agentgym.settings import SettingError
 from agentgym.train.base.device import resolve_device
@@ -261,6 +262,10 @@ def _argument_problem(args: argparse.Namespace) -> str | None:
             return f"{flag} must be an integer >= {least}, got {value}"
     if args.prs_stage is not None and not (math.isfinite(args.prs_stage) and args.prs_stage >= 0):
         return f"--prs-stage must be a finite number >= 0 (or left out: the final stage), got {args.prs_stage}"
+    try:
+        args.env_id = registered_env_id(args.env_id)  # a user's env as module:EnvId
+    except ValueError as e:
+        return f"--env-id: {e}"
     if args.env_id not in gym.registry:
         return f"--env-id {args.env_id!r} is not a registered env; `agentgym list` prints the env ids"
     if args.base_url is not None:

@@ -69,3 +69,16 @@ def test_a_users_env_exports_a_task_set_that_names_its_module(tmp_path):
     assert sorted(e["task_id"] for e in played_tasks(board, "expert", "test")) == sorted(tasks.task_ids)
     made = gym.make("Parity-v0", tasks=out)
     assert made.reset(seed=3)[1]["task_id"] in tasks.task_ids
+
+
+def test_the_cli_plays_and_evaluates_a_users_env_by_module_and_id(tiny_path, capsys):
+    assert main(["demo", USER_ENV, "--seed", "3"]) == 0
+    assert "success=True" in capsys.readouterr().out
+    assert main(["eval", "--model", tiny_path, "--env-id", USER_ENV, "--split", "test", "--num-episodes", "4",
+                 "--batch-size", "2"]) == 0
+    assert "Parity-v0 [test] 4 episodes: success" in capsys.readouterr().out
+    for argv in (["demo", "no_such_module_xyz:Parity-v0"],
+                 ["eval", "--model", tiny_path, "--env-id", "no_such_module_xyz:Parity-v0"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert "cannot import 'no_such_module_xyz'" in str(e.value) + capsys.readouterr().err
