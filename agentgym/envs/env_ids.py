@@ -8,10 +8,18 @@ an env that its own package registers when imported).
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import load_env_creator
 
-__all__ = ["registered_env_id"]
+__all__ = ["env_creator", "registered_env_id"]
+
+
+def env_creator(env_id: str) -> Any:
+    """The class (or function) ``env_id`` is registered with, its entry point loaded."""
+    entry = gym.spec(env_id).entry_point
+    return entry if callable(entry) else load_env_creator(entry)
 
 
 def registered_env_id(env_id: str) -> str:

@@ -28,10 +28,10 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.envs.registration import load_env_creator
 
 from agentgym import __version__
 from agentgym.envs.data_settings import check_data_env_kwargs
+from agentgym.envs.env_ids import env_creator
 from agentgym.envs.task_set_reading import TaskSet, load_tasks
 from agentgym.extras import require
 
@@ -56,8 +56,7 @@ def env_class_of(task_set: TaskSet) -> type:
         raise ValueError(f"the task set at {task_set.where} holds tasks of {task_set.env_id!r}, "
                          "which is not a registered env id here "
                          "(a user's env: import the module that registers it first; the set's card names it)")
-    entry = gym.spec(task_set.env_id).entry_point
-    return entry if callable(entry) else load_env_creator(entry)
+    return env_creator(task_set.env_id)
 
 
 class TakesTaskSet(type):

@@ -42,6 +42,7 @@ from typing import Any
 import gymnasium as gym
 
 from agentgym.envs.data_settings import DATA_PATHS, DataSettingError, check_data_env_kwargs
+from agentgym.envs.env_ids import registered_env_id
 from agentgym.envs.scienceworld.tasks import TASKS
 from agentgym.envs.task_refs import TaskRef, task_list_hash
 from agentgym.envs.task_set_reading import (
@@ -58,7 +59,7 @@ from agentgym.extras import require_for_script
 from agentgym.integrations.serve import check_env, env_kwargs_from_json
 from agentgym.integrations.task_card import card_text
 from agentgym.leaderboard.stamps import code_stamps
-from agentgym.leaderboard.tasks import OTHER, enumerate_tasks, env_module, family, registered_env_id
+from agentgym.leaderboard.tasks import OTHER, enumerate_tasks, env_module, family
 
 __all__ = ["FORMAT", "SPEC_FILE", "TaskSet", "describe_tasks", "export_tasks", "is_task_set", "load_tasks", "main"]
 

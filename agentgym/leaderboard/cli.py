@@ -22,6 +22,7 @@ import os
 import sys
 from dataclasses import asdict
 
+from agentgym.envs.env_ids import registered_env_id
 from agentgym.leaderboard.calls import describe
 from agentgym.leaderboard.errors import BoardError
 from agentgym.leaderboard.plan import Plan, check_agent_names, check_env_ids, check_options, plan_blocks
@@ -30,7 +31,7 @@ from agentgym.leaderboard.runner import RunnerConfig, run_block
 from agentgym.leaderboard.specs import ModelOptions, make_agent, split_name
 from agentgym.leaderboard.stats import summarize
 from agentgym.leaderboard.store import Block, RunDir, check_distinct_files, merge
-from agentgym.leaderboard.tasks import family, registered_env_id
+from agentgym.leaderboard.tasks import family
 from agentgym.locks import DirectoryInUse, lock_dir
 from agentgym.output_paths import OutputPathError, check_output_dir, disk_full, disk_full_message
 from agentgym.prompts import MAX_ACTION_CHARS, MIN_ACTION_CHARS
@@ -71,8 +72,9 @@ def play_board(agent_specs, env_ids, splits, out: str, env_kwargs: dict | None =
     """:func:`run_board`, also returning the plan (which agents were left out of which env, and why).
 
     ``env_ids`` are registered ids, or ``module:EnvId`` for an env its module registers on import
-    (``env_kwargs`` may be keyed by either spelling). Everything the board can check is checked before anything is played (BoardError); the run
-    directory is locked for the whole run (DirectoryInUse when another process has it)."""
+    (``env_kwargs`` may be keyed by either spelling). Everything the board can check is checked
+    before anything is played (BoardError); the run directory is locked for the whole run
+    (DirectoryInUse when another process has it)."""
     import agentgym  # noqa: F401  registers the envs
 
     runner = runner or RunnerConfig()

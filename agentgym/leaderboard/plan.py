@@ -22,9 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gymnasium.envs.registration import load_env_creator
-
 from agentgym.envs.base import AgentEnv
+from agentgym.envs.env_ids import env_creator
 from agentgym.envs.task_refs import task_list_hash
 from agentgym.leaderboard.calls import describe
 from agentgym.leaderboard.errors import BoardError
@@ -64,17 +63,17 @@ def check_env_ids(env_ids) -> None:
         raise BoardError("no env to play: name one or more with --envs")
     for env_id in env_ids:
         try:
-            entry = gym.spec(env_id).entry_point
+            gym.spec(env_id)
         except gym.error.Error as e:
             raise BoardError(f"unknown env {env_id!r} ({describe(e)}); `agentgym list` shows the env ids, and a "
                              "user's env is named module:EnvId") from None
         if family(env_id) == OTHER:
             try:
-                env_class = entry if callable(entry) else load_env_creator(entry)
+                env_class = env_creator(env_id)
             except Exception as e:  # noqa: BLE001  an entry point that does not import
-                raise BoardError(f"{env_id}: its entry point {entry!r} does not load: {describe(e)}") from None
+                raise BoardError(f"{env_id}: its entry point does not load: {describe(e)}") from None
             if not (isinstance(env_class, type) and issubclass(env_class, AgentEnv)):
-                raise BoardError(f"{env_id} ({entry!r}) is not an agentgym env: the board plays envs built on "
+                raise BoardError(f"{env_id} ({env_class!r}) is not an agentgym env: the board plays envs built on "
                                  "agentgym.envs.base.AgentEnv that list their tasks (task_refs)")
 
 

@@ -26,12 +26,10 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgym.envs.env_ids import registered_env_id
 from agentgym.envs.task_refs import TaskRef
 from agentgym.envs.task_set_reading import is_task_set, load_tasks
 
-__all__ = ["FAMILIES", "OTHER", "enumerate_tasks", "env_module", "env_task_refs", "family", "registered_env_id",
-           "round_robin"]
+__all__ = ["FAMILIES", "OTHER", "enumerate_tasks", "env_module", "env_task_refs", "family", "round_robin"]
 
 FAMILIES = ("toolqa", "alfworld", "scienceworld")
 OTHER = "other"
@@ -53,7 +51,7 @@ def env_module(env_id: str) -> str | None:
     """The module to import before ``gym.make(env_id)`` for a user's env (its entry point's, whose
     import registers it, as ``--envs module:EnvId`` does); None for agentgym's own envs."""
     entry = gym.spec(env_id).entry_point
-    if family(env_id) != OTHER or not isinstance(entry, str) or ":" not in entry:
+    if not isinstance(entry, str) or ":" not in entry or entry.startswith("agentgym."):
         return None
     return entry.partition(":")[0]
 

@@ -2,8 +2,8 @@
 registers itself when its module is imported, so ``--envs user_env:Parity-v0`` (gymnasium's
 ``module:EnvId`` spelling) puts it on the board and ``agentgym export-tasks`` writes its tasks.
 
-A task is a number; the agent answers ``even`` or ``odd`` (bare, or in ``<action>...</action>``). Splits ``train`` (1-12) and ``test``
-(13-20); task types by size, ``small`` and ``large``.
+A task is a number; the agent answers ``even`` or ``odd`` (bare, or in ``<action>...</action>``).
+Splits ``train`` (1-12) and ``test`` (13-20); task types by size, ``small`` and ``large``.
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.envs.registration import load_env_creator
 
 import agentgym.envs  # noqa: F401  registers the envs
+from agentgym.envs.env_ids import env_creator
 from agentgym.train.base.errors import ConfigError
 
 _passed: set[str] = set()
@@ -30,8 +30,7 @@ _SETTING_ERRORS: tuple[type[BaseException], ...] = (ValueError, TypeError, KeyEr
 def env_keywords(env_id: str) -> list[str] | None:
     """The keyword arguments ``gym.make(env_id, ...)`` accepts, following ``**kwargs`` up the env
     class's bases; None when some callable takes any keyword (nothing can be refused up front)."""
-    spec = gym.spec(env_id)
-    creator = spec.entry_point if callable(spec.entry_point) else load_env_creator(spec.entry_point)
+    creator = env_creator(env_id)
     chain = [c for c in creator.__mro__ if "__init__" in vars(c)] if isinstance(creator, type) else [creator]
     names: list[str] = []
     for target in chain:
