@@ -3,7 +3,8 @@
     /api/sources                          the directories given, by index
     /api/source?src=I                     one source: its episode files; a run's metric names, a board's table
     /api/curve?src=I&key=NAME             one metric of a run, [step, value] pairs (and held-out success per split)
-    /api/episodes?src=I&file=F&...        one page of episode rows, filtered (see :func:`filter_rows`)
+    /api/episodes?src=I&file=F&...        one page of episode rows, filtered (see :func:`filter_rows`), and
+                                          the file's lines that are not episodes (:func:`skipped`)
     /api/group?src=I&file=F&group=G       every episode of one group, whole, for side-by-side reading
     /api/episode?src=I&file=F&id=N        one episode, whole
     /api/find?src=I&file=F&task=T         the first episode of task T in a file (to compare a task across steps)
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentgym.viewer.sources import BoardSource, RunSource, Source, SourceError
+from agentgym.viewer.sources import MAX_NOTES, BoardSource, RunSource, Source, SourceError
 
 PAGE = 50
 """Rows per page unless asked."""
@@ -123,11 +124,22 @@ def _files(s: Source, params: Mapping[str, str]) -> list[str]:
 def episodes(sources: Sequence[Source], params: Mapping[str, str]) -> dict:
     s = source_of(sources, params)
     offset, limit = _int(params, "offset", 0), min(_int(params, "limit", PAGE, least=1), MAX_PAGE)
-    rows = [r for f in _files(s, params) for r in s.rows(f)]
+    files = _files(s, params)
+    rows = [r for f in files for r in s.rows(f)]
     matched = filter_rows(rows, params)
     return {"total": len(matched), "all": len(rows), "offset": offset, "limit": limit,
             "rows": matched[offset:offset + limit],
-            "groups": list(dict.fromkeys(r["group"] for r in rows))[:MAX_CHOICES]}
+            "groups": list(dict.fromkeys(r["group"] for r in rows))[:MAX_CHOICES], "skipped": skipped(s, files)}
+
+
+def skipped(s: Source, files: Sequence[str]) -> dict:
+    """The lines of ``files`` that are not episodes, counted and (the first of them) named with their file."""
+    out: dict = {"count": 0, "lines": []}
+    for f in files:
+        notes = s.skipped(f)
+        out["count"] += notes["count"]
+        out["lines"] += [{"file": f, **n} for n in notes["lines"]][:max(0, MAX_NOTES - len(out["lines"]))]
+    return out
 
 
 def group(sources: Sequence[Source], params: Mapping[str, str]) -> dict:

@@ -44,13 +44,17 @@ def main(argv: list[str] | None = None) -> int:
         from agentgym.viewer.static import write_static
 
         try:
-            size = write_static(sources, args.static)
+            written = write_static(sources, args.static)
         except OSError as e:
             if not disk_full(e):
                 raise
             parser.exit(1, f"agentgym view: error: {disk_full_message('--static', args.static)}\n")
-        print(f"agentgym view: wrote {size / 1024:.0f} KB to {args.static}; open "
+        print(f"agentgym view: wrote {written.bytes / 1024:.0f} KB to {args.static}; open "
               f"{os.path.join(args.static, 'index.html')}")
+        if written.skipped_lines:
+            print(f"agentgym view: skipped {written.skipped_lines} malformed line"
+                  f"{'s' if written.skipped_lines != 1 else ''} of the episode files (not episodes; each "
+                  "step's page names them)")
         return 0
     from agentgym.viewer.server import make_server
 

@@ -76,6 +76,8 @@ class _Handler(BaseHTTPRequestHandler):
                 data = ENDPOINTS[name[4:]](self.sources, params)
         except (SourceError, OSError) as e:
             return self._error(404, str(e))
+        except Exception as e:  # one bad file must not drop the connection: the page says what failed
+            return self._error(500, f"could not answer {url.path}: {type(e).__name__}: {e}")
         self._send(200, to_json(data), "application/json")
 
 

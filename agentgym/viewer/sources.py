@@ -6,14 +6,18 @@ A **run** (``metrics.jsonl``, ``episodes/step_<N>.jsonl``, ``episodes/eval_step_
 has one per agent on an env split. Either way an episode file is read once (again only when it
 changes on disk), each line becomes an :func:`episode` in one shape (task, turns with observation,
 reply, reward terms, advantage and signals, return, success) and a :func:`row` (the few fields a
-table shows and filters on), and nothing here writes to the directory.
+table shows and filters on), and nothing here writes to the directory. A line that is not an
+episode (:class:`MalformedLine`: not JSON, a number out of range, turns that are not a list) is
+skipped and noted with its line number and why, for the page to say.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,28 +45,95 @@ def number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+class MalformedLine(ValueError):
+    """A line of an episode file that is not an episode; the message says why, in a few words."""
+
+
+MAX_NOTES = 20
+"""Malformed lines of a file named one by one on its page (the rest are counted)."""
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, (list, dict, str)) else repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise MalformedLine(f"the number {text[:40]} is out of range (no float is that large)")
+    return value
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > 308:
+        raise MalformedLine(f"the number {text[:40]}… is out of range ({len(text)} digits)")
+    return int(text)
+
+
+def parse_line(line: bytes) -> dict:
+    """One JSONL line as a JSON object, or :class:`MalformedLine` saying why it is not one. NaN and
+    Infinity (Python's json writes them) become null: a page's JSON has neither."""
+    try:
+        record = json.loads(line, parse_constant=lambda _: None, parse_float=_float, parse_int=_int)
+    except MalformedLine:
+        raise
+    except json.JSONDecodeError as e:
+        raise MalformedLine(f"not JSON ({e.msg} at column {e.colno})") from None
+    except UnicodeDecodeError:
+        raise MalformedLine("not JSON (not UTF-8 text)") from None
+    except (ValueError, RecursionError) as e:
+        raise MalformedLine(f"not JSON the viewer can read ({str(e)[:80] or 'nested too deep'})") from None
+    if not isinstance(record, dict):
+        raise MalformedLine(f"not a JSON object (a JSON {type(record).__name__}: {_short(record)})")
+    return record
+
+
+def _objects(record: dict, key: str, what: str) -> list[dict]:
+    """``record[key]``, a list of JSON objects (absent or null: none), or :class:`MalformedLine`."""
+    value = record.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise MalformedLine(f"{key!r} is {_short(value)}, not a list of {what}s")
+    for k, item in enumerate(value, 1):
+        if not isinstance(item, dict):
+            raise MalformedLine(f"{what} {k} of {key!r} is {_short(item)}, not a JSON object")
+    return value
+
+
+def whole_lines(path: str | os.PathLike) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` of each whole line of a file: a last line with no newline yet (a
+    file being written) is left for the next read."""
+    with open(path, "rb") as f:
+        for n, line in enumerate(f, 1):
+            if not line.endswith(b"\n"):
+                return
+            yield n, line
+
+
 def read_lines(path: str | os.PathLike) -> list[dict]:
     """The whole JSON object lines of a JSONL file (a line cut short, or not an object, is skipped)."""
     out = []
-    with open(path, "rb") as f:
-        for line in f:
-            if not line.endswith(b"\n"):
-                break
-            try:  # NaN and Infinity (Python's json writes them) become null: a page's JSON has neither
-                record = json.loads(line, parse_constant=lambda _: None)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                out.append(record)
+    for _, line in whole_lines(path):
+        try:
+            out.append(parse_line(line))
+        except MalformedLine:
+            continue
     return out
 
 
+def _note(skipped: dict, line: int, why: str) -> None:
+    skipped["count"] += 1
+    if len(skipped["lines"]) < MAX_NOTES:
+        skipped["lines"].append({"line": line, "why": why})
+
+
 def run_episode(record: dict) -> dict:
-    """A run's saved episode (``episode_log.episode_record``) in the viewer's shape."""
+    """A run's saved episode (``episode_log.episode_record``) in the viewer's shape; a record whose
+    turns are not a list of objects is a :class:`MalformedLine`."""
     turns = []
-    for t in record.get("turns") or []:
-        if not isinstance(t, dict):
-            continue
+    for t in _objects(record, "turns", "turn"):
         turns.append({"observation": _text(t.get("observation")), "reply": _text(t.get("reply")),
                       "reward": number(t.get("reward")), "terms": _terms(t.get("terms")),
                       "action_valid": t.get("action_valid"), "advantage": number(t.get("advantage")),
@@ -80,8 +151,9 @@ def run_episode(record: dict) -> dict:
 
 def board_episode(record: dict) -> dict:
     """A leaderboard episode (``leaderboard.runner``'s record) in the viewer's shape: turn t's
-    observation is the one the agent answered (the first observation, then each step's)."""
-    steps = [s for s in record.get("transcript") or [] if isinstance(s, dict)]
+    observation is the one the agent answered (the first observation, then each step's); a record
+    whose transcript is not a list of objects is a :class:`MalformedLine`."""
+    steps = _objects(record, "transcript", "step")
     seen = [record.get("first_observation")] + [s.get("observation") for s in steps]
     turns = [{"observation": _text(seen[t]), "reply": _text(s.get("action")), "reward": number(s.get("reward")),
               "terms": _terms(s.get("terms")), "action_valid": s.get("valid"), "advantage": None, "signals": {},
@@ -117,7 +189,7 @@ class Source:
 
     def __init__(self, path: str | os.PathLike, name: str):
         self.path, self.name = Path(path), name
-        self._cache: OrderedDict[str, tuple[tuple[int, int], list[dict], list[dict]]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[tuple[int, int], list[dict], list[dict], dict]] = OrderedDict()
 
     def files(self) -> list[dict]:
         """Its episode files, in order: ``{"file": key, ...}`` with what the key stands for."""
@@ -129,7 +201,7 @@ class Source:
     def _episode(self, record: dict) -> dict:
         raise NotImplementedError
 
-    def _load(self, file: str) -> tuple[list[dict], list[dict]]:
+    def _load(self, file: str) -> tuple[list[dict], list[dict], dict]:
         if file not in {f["file"] for f in self.files()}:
             raise SourceError(f"{self.name} has no episode file {file!r}")
         path = self._path(file)
@@ -138,16 +210,26 @@ class Source:
         hit = self._cache.get(file)
         if hit is not None and hit[0] == stamp:
             self._cache.move_to_end(file)
-            return hit[1], hit[2]
-        episodes = [self._episode(r) for r in read_lines(path)]
+            return hit[1:]
+        episodes: list[dict] = []
+        skipped: dict = {"count": 0, "lines": []}
+        for n, line in whole_lines(path):
+            try:
+                episodes.append(self._episode(parse_line(line)))
+            except MalformedLine as e:
+                _note(skipped, n, str(e))
         rows = [row(ep, file, i) for i, ep in enumerate(episodes)]
-        self._cache[file] = (stamp, episodes, rows)
+        self._cache[file] = (stamp, episodes, rows, skipped)
         while len(self._cache) > CACHED_FILES:
             self._cache.popitem(last=False)
-        return episodes, rows
+        return episodes, rows, skipped
 
     def rows(self, file: str) -> list[dict]:
         return self._load(file)[1]
+
+    def skipped(self, file: str) -> dict:
+        """The lines of ``file`` that are not episodes: ``{"count": N, "lines": [{"line", "why"}, ...]}``."""
+        return self._load(file)[2]
 
     def episode(self, file: str, index: int) -> dict:
         episodes = self._load(file)[0]

@@ -4,7 +4,7 @@
     OUT_DIR/data/index.js                  the sources
     OUT_DIR/data/s<I>/source.js            source I: its files (and a run's metric names, a board's table)
     OUT_DIR/data/s<I>/metrics.js           a run's metrics.jsonl rows (numbers only)
-    OUT_DIR/data/s<I>/f<K>.js              episode file K: its rows and its episodes
+    OUT_DIR/data/s<I>/f<K>.js              episode file K: its rows, its episodes and the lines it skipped
 
 Data files are scripts that hand their JSON to the page (a browser does not let a page opened from
 disk fetch a file beside it, but it runs a script beside it), each loaded when a page first needs
@@ -17,7 +17,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
+from agentgym.viewer.api import skipped as skipped_lines
 from agentgym.viewer.api import source as describe
 from agentgym.viewer.server import asset, to_json
 from agentgym.viewer.sources import RunSource, Source, number
@@ -34,13 +36,20 @@ def _script(path: Path, key: str, data) -> int:
     return len(body)
 
 
-def write_static(sources: Sequence[Source], out: str | os.PathLike) -> int:
-    """Write the pages of ``sources`` under ``out``; returns the bytes written."""
+class Written(NamedTuple):
+    """What :func:`write_static` wrote: its bytes, and the lines of the episode files it skipped."""
+
+    bytes: int
+    skipped_lines: int
+
+
+def write_static(sources: Sequence[Source], out: str | os.PathLike) -> Written:
+    """Write the pages of ``sources`` under ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     page = asset("index.html").decode()
     page = page.replace("<!--csp-->", STATIC_CSP).replace("<!--data-->", '<script src="data/index.js"></script>')
-    total = 0
+    total = skipped = 0
     for name, body in (("index.html", page.encode()), ("app.js", asset("app.js")), ("app.css", asset("app.css"))):
         (out / name).write_bytes(body)
         total += len(body)
@@ -57,6 +66,8 @@ def write_static(sources: Sequence[Source], out: str | os.PathLike) -> int:
             total += _script(out / "data" / f"s{i}" / "metrics.js", f"s{i}/metrics", rows)
         for k, f in enumerate(info["files"]):
             episodes = [s.episode(f["file"], n) for n in range(len(s.rows(f["file"])))]
+            notes = skipped_lines(s, [f["file"]])
+            skipped += notes["count"]
             total += _script(out / "data" / f"s{i}" / f"f{k}.js", f"s{i}/f{k}",
-                             {"rows": s.rows(f["file"]), "episodes": episodes})
-    return total
+                             {"rows": s.rows(f["file"]), "episodes": episodes, "skipped": notes})
+    return Written(total, skipped)

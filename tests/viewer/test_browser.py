@@ -46,7 +46,10 @@ def dirs(tmp_path_factory):
                    check=True, env=ENV, cwd=str(root), capture_output=True)
     run_board(["expert", "random"], ["ToolQA-v0"], ["test"], str(root / "board"), limit=4,
               runner=RunnerConfig(num_envs=4, progress=False))
-    return {"run": root / "run", "board": root / "board", "hostile": hostile_run(root / "hostile"),
+    hostile = hostile_run(root / "hostile")
+    with open(hostile / "episodes" / "step_1.jsonl", "a") as f:
+        f.write('{"task_id": "five turns", "turns": 5}\n{"task_id": "huge", "return": 1e999}\n')
+    return {"run": root / "run", "board": root / "board", "hostile": hostile,
             "large": large_run(root / "large", 3000), "root": root}
 
 
@@ -177,6 +180,10 @@ def test_a_board_shows_its_episodes_by_agent_env_and_split(page, viewer, dirs):
 def test_hostile_text_is_shown_as_text_and_never_run(page, viewer):
     _open(page, viewer + "#/episodes/2?file=step_1")
     assert "<script>window.pwned='task'</script>" in page.inner_text("#rows")
+    assert page.inner_text("#count") == "2 of 2 episodes"
+    skipped = page.inner_text("#skipped")  # the malformed lines after them, named
+    assert skipped.startswith("2 lines skipped") and "step_1 line 3: 'turns' is 5, not a list" in skipped
+    assert "step_1 line 4: the number 1e999 is out of range" in skipped
     _show(page, "#/episode/2?file=step_1&id=0")
     assert page.evaluate("window.pwned") is None
     observation = page.locator("pre.obs").first.inner_text()
@@ -225,6 +232,8 @@ def test_static_pages_open_from_disk(page, dirs):
     assert page.inner_text("#count") == "4 of 4 episodes"
     _show(page, "#/episodes/0?file=step_1&success=0")
     _click(page, "#rows a.open")
+    _show(page, "#/episodes/2?file=step_1")
+    assert page.inner_text("#skipped").startswith("2 lines skipped")
     _show(page, "#/episode/2?file=step_1&id=0")
     assert "\u241b[31mred alert" in page.locator("pre.obs").first.inner_text()
     assert page.evaluate("window.pwned") is None and page.errors == []

@@ -110,11 +110,18 @@ const staticApi = {
     const files = p.file ? [p.file] : src.files.filter((f) =>
       ["agent", "env", "split"].every((k) => !p[k] || f[k] === p[k])).map((f) => f.file);
     let rows = [];
-    for (const f of files) rows = rows.concat((await this._file(p, f)).rows);
+    const skipped = { count: 0, lines: [] };
+    for (const f of files) {
+      const data = await this._file(p, f);
+      rows = rows.concat(data.rows);
+      const notes = data.skipped || { count: 0, lines: [] };
+      skipped.count += notes.count;
+      skipped.lines = skipped.lines.concat(notes.lines.map((n) => ({ file: f, ...n }))).slice(0, 20);
+    }
     const matched = filterRows(rows, p);
     const offset = Number(p.offset || 0), limit = Math.min(Number(p.limit || PAGE), 500);
     return { total: matched.length, all: rows.length, offset, limit, rows: matched.slice(offset, offset + limit),
-             groups: [...new Set(rows.map((r) => r.group))].slice(0, 1000) };
+             groups: [...new Set(rows.map((r) => r.group))].slice(0, 1000), skipped };
   },
   async group(p) {
     const data = await this._file(p, p.file);
@@ -357,6 +364,7 @@ async function pageEpisodes(i, p, box) {
   box.append(el("h2", {}, link(`#/src/${i}`, s.name), board ? " — episodes" : ` — ${p.file || "no episodes"}`), form);
   const pages = Math.max(1, Math.ceil(res.total / PAGE));
   box.append(el("p", { id: "count", text: `${res.total} of ${res.all} episodes` + (res.total > PAGE ? `, page ${page + 1} of ${pages}` : "") }));
+  if (res.skipped && res.skipped.count) box.append(skippedNote(res.skipped));
   const head = ["#", "task", "group", "success", "return", "turns", board ? "outcome" : "advantage", board ? "agent" : "trained"];
   const table = el("table", { class: "grid", id: "rows" }, el("tr", {}, ...head.map((h) => el("th", { text: h }))));
   for (const r of res.rows) {
@@ -373,6 +381,15 @@ async function pageEpisodes(i, p, box) {
   if (page > 0) nav.append(el("button", { id: "prev", text: "← previous", onclick: () => { location.hash = `#/episodes/${i}?${query({ ...p, page: page - 1 })}`; } }));
   if ((page + 1) * PAGE < res.total) nav.append(el("button", { id: "next", text: "next →", onclick: () => { location.hash = `#/episodes/${i}?${query({ ...p, page: page + 1 })}`; } }));
   box.append(nav);
+}
+
+// the lines of the episode files that are not episodes (malformed JSON, a field of the wrong kind, too long)
+function skippedNote(skipped) {
+  const more = skipped.count - skipped.lines.length;
+  return el("div", { class: "note", id: "skipped" },
+    el("b", { text: `${skipped.count} line${skipped.count === 1 ? "" : "s"} skipped (not episodes): ` }),
+    ...skipped.lines.map((n) => el("div", { text: `${n.file} line ${n.line}: ${n.why}` })),
+    more > 0 ? el("div", { text: `and ${more} more` }) : null);
 }
 
 async function pageGroup(i, p, box) {

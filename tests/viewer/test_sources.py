@@ -1,0 +1,81 @@
+"""What ``agentgym view`` reads from a run or a board: malformed lines are skipped and told."""
+
+import json
+import threading
+import urllib.request
+
+from viewer_data import run_episode, write_run
+
+from agentgym.cli import main as cli_main
+from agentgym.viewer import api
+from agentgym.viewer.server import make_server
+from agentgym.viewer.sources import open_sources
+
+BAD_LINES = ['{"task_id": "five turns", "turns": 5}', '{"task_id": "huge", "return": 1e999, "turns": []}',
+             '[1, 2]', '{"task_id": "cut', '{"task_id": "odd turn", "turns": [3]}']
+
+
+def _run_with_bad_lines(root):
+    """A run whose step 1 holds two good episodes with every kind of bad line between them."""
+    run = write_run(root, {1: [run_episode("good-a", 0, True, 1.0)]})
+    with open(run / "episodes" / "step_1.jsonl", "a") as f:
+        f.write("\n".join(BAD_LINES) + "\n" + json.dumps(run_episode("good-b", 1, False, 0.0)) + "\n")
+    return run
+
+
+def test_malformed_lines_are_skipped_and_each_is_named_with_its_line_and_why(tmp_path):
+    sources = open_sources([str(_run_with_bad_lines(tmp_path / "run"))])
+    page = api.episodes(sources, {"src": "0", "file": "step_1"})
+    assert [r["task_id"] for r in page["rows"]] == ["good-a", "good-b"] and page["all"] == 2
+    notes = {n["line"]: n["why"] for n in page["skipped"]["lines"]}
+    assert page["skipped"]["count"] == 5 and sorted(notes) == [2, 3, 4, 5, 6]
+    assert "'turns'" in notes[2] and "list" in notes[2]
+    assert "1e999" in notes[3]
+    assert "not a JSON object" in notes[4]
+    assert "not JSON" in notes[5]
+    assert "turn 1" in notes[6]
+    assert api.episode(sources, {"src": "0", "file": "step_1", "id": "1"})["episode"]["task_id"] == "good-b"
+
+
+def test_a_board_episode_with_a_malformed_transcript_is_skipped(tmp_path):
+    root = tmp_path / "board"
+    (root / "blocks").mkdir(parents=True)
+    (root / "episodes").mkdir()
+    (root / "blocks" / "a__E__test.json").write_text(json.dumps({"agent": "a", "env": "E", "split": "test"}))
+    good = {"agent": "a", "env": "E", "split": "test", "task_id": "t", "success": True, "prs_return": 1.0,
+            "first_observation": "Q?", "transcript": [{"action": "x", "observation": "ok", "reward": 1.0}]}
+    lines = [json.dumps(good), json.dumps({**good, "transcript": 5}), json.dumps({**good, "prs_return": "1e999"})[:-1]
+             + ', "turns": 1e999}']
+    (root / "episodes" / "a__E__test.jsonl").write_text("\n".join(lines) + "\n")
+    sources = open_sources([str(root)])
+    info = api.source(sources, {"src": "0"})
+    assert info["table"][0]["episodes"] == 1
+    page = api.episodes(sources, {"src": "0"})
+    assert page["all"] == 1 and page["skipped"]["count"] == 2
+    assert "'transcript'" in page["skipped"]["lines"][0]["why"]
+
+
+def test_the_server_answers_every_page_of_a_file_with_malformed_lines(tmp_path):
+    server = make_server(open_sources([str(_run_with_bad_lines(tmp_path / "run"))]))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        for path in ("/api/source?src=0", "/api/episodes?src=0&file=step_1", "/api/group?src=0&file=step_1&group=1",
+                     "/api/episode?src=0&file=step_1&id=1", "/api/find?src=0&file=step_1&task=good-b"):
+            body = json.load(urllib.request.urlopen(base + path, timeout=30))
+            assert "error" not in body, path
+        page = json.load(urllib.request.urlopen(base + "/api/episodes?src=0&file=step_1", timeout=30))
+        assert page["skipped"]["count"] == 5
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_static_pages_of_a_file_with_malformed_lines_are_written_and_name_them(tmp_path, capsys):
+    out = tmp_path / "site"
+    assert cli_main(["view", str(_run_with_bad_lines(tmp_path / "run")), "--static", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "skipped 5 malformed lines" in printed
+    data = json.loads((out / "data" / "s0" / "f0.js").read_text().split(" = ", 1)[1].rstrip(";\n"))
+    assert [r["task_id"] for r in data["rows"]] == ["good-a", "good-b"] and len(data["episodes"]) == 2
+    assert data["skipped"]["count"] == 5 and data["skipped"]["lines"][0]["line"] == 2
