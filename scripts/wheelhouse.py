@@ -223,41 +223,91 @@ def _needs_glibc(whl: Path) -> tuple[int, int] | None:
     return found
 
 
-def strip_debug(whl: Path) -> int:
-    """Drop the debug information of the compiled files in ``whl`` (``strip --strip-debug``: code,
-    symbols and dynamic linking stay), rewriting its RECORD; returns the bytes the wheel lost. Wheels whose
-    compiled files carry none are left as they are, byte for byte. Needs binutils' strip (without
-    it, nothing changes)."""
+def _loader_view(data: bytes) -> bytes | None:
+    """What the dynamic loader reads of an ELF file: the fields of its header that it uses, its
+    program headers and the bytes of every segment (never the section headers, which is where
+    ``strip --strip-debug`` is meant to act); None when the file cannot be read that way."""
+    import struct
+
+    if data[:4] != b"\x7fELF" or len(data) < 64 or data[4] not in (1, 2) or data[5] not in (1, 2):
+        return None
+    end = "<" if data[5] == 1 else ">"
+    wide = data[4] == 2  # ELFCLASS64
+    header = struct.Struct(end + ("HHIQQQIHHHHHH" if wide else "HHIIIIIHHHHHH"))
+    (e_type, machine, version, entry, phoff, _shoff, flags, ehsize, phentsize, phnum,
+     *_sections) = header.unpack_from(data, 16)
+    # PN_XNUM: the real count lives in the first section header, which this check does not read
+    if phnum == 0xFFFF or phentsize != (56 if wide else 32) or phoff + phnum * phentsize > len(data):
+        return None
+    # the first segment maps the header too: the section header fields in it are blanked, as the loader
+    # never reads them (e_shoff; e_shentsize, e_shnum, e_shstrndx)
+    data = bytearray(data)
+    shoff, shfields = (0x28, 0x3A) if wide else (0x20, 0x2E)
+    data[shoff:shoff + (8 if wide else 4)] = bytes(8 if wide else 4)
+    data[shfields:shfields + 6] = bytes(6)
+    view = [data[:16], struct.pack(end + "HHIQQIHHH", e_type, machine, version, entry, phoff, flags, ehsize,
+                                   phentsize, phnum), data[phoff:phoff + phnum * phentsize]]
+    for n in range(phnum):
+        at = phoff + n * phentsize
+        if wide:
+            _type, _flags, offset, _vaddr, _paddr, filesz = struct.unpack_from(end + "IIQQQQ", data, at)
+        else:
+            _type, offset, _vaddr, _paddr, filesz = struct.unpack_from(end + "IIIII", data, at)
+        if offset + filesz > len(data):
+            return None
+        view.append(data[offset:offset + filesz])
+    return b"".join(view)
+
+
+def strip_debug(whl: Path) -> tuple[int, int]:
+    """Drop the debug information of the compiled files in ``whl`` (``strip --strip-debug``),
+    rewriting its RECORD; returns (bytes the wheel lost, compiled files left as published).
+
+    A stripped file is kept only when what the dynamic loader reads of it is byte for byte what it
+    read of the original (:func:`_loader_view`: header, program headers, every segment), so it loads
+    as the published one does. strip is not always so careful: on libraries that auditwheel's
+    patchelf rewrote (scipy's OpenBLAS and gfortran) it moves segments off page alignment, and the
+    loader refuses them ("ELF load command address/offset not page-aligned"); such files stay as
+    published. Wheels where nothing is dropped are left as they are, byte for byte. Needs binutils'
+    strip (without it, nothing changes)."""
     import base64
     import hashlib
     import zipfile
 
     strip = shutil.which("strip")
     if not strip:
-        return 0
+        return 0, 0
     with zipfile.ZipFile(whl) as z:
         infos = z.infolist()
         compiled = [i for i in infos if re.search(r"\.so(\.[\d.]+)?$", i.filename)]
         if not compiled:
-            return 0
+            return 0, 0
         with tempfile.TemporaryDirectory(prefix="agentgym-strip-") as tmp:
-            paths = {}
+            paths, originals = {}, {}
             for i in compiled:
-                path = Path(tmp) / str(len(paths))
-                path.write_bytes(z.read(i))
-                if path.read_bytes()[:4] == b"\x7fELF":
-                    paths[i.filename] = path
-            before = sum(p.stat().st_size for p in paths.values())
+                data = z.read(i)
+                if data[:4] == b"\x7fELF":
+                    path = paths[i.filename] = Path(tmp) / str(len(paths))
+                    path.write_bytes(data)
+                    originals[i.filename] = data
             if paths:
                 subprocess.run([strip, "--strip-debug", *map(str, paths.values())], check=True)
-            saved = before - sum(p.stat().st_size for p in paths.values())
-            if saved <= 0:
-                return 0
+            stripped, kept_as_published = {}, 0
+            for name, path in paths.items():
+                data, original = path.read_bytes(), originals[name]
+                if len(data) >= len(original):
+                    continue  # nothing to drop (strip may even grow a file)
+                view = _loader_view(original)
+                if view is not None and _loader_view(data) == view:
+                    stripped[name] = data
+                else:
+                    kept_as_published += 1
+            if not stripped:
+                return 0, kept_as_published
             record = next(i.filename for i in infos if i.filename.endswith(".dist-info/RECORD"))
             members, rows = [], []
             for i in infos:
-                data = b"" if i.filename == record else (
-                    paths[i.filename].read_bytes() if i.filename in paths else z.read(i))
+                data = b"" if i.filename == record else stripped.get(i.filename) or z.read(i)
                 if not i.is_dir() and i.filename != record:
                     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
                     rows.append(f"{i.filename},sha256={digest},{len(data)}")
@@ -269,8 +319,11 @@ def strip_debug(whl: Path) -> int:
                         data = ("\n".join(rows + [f"{record},,"]) + "\n").encode()
                     out.writestr(i, data, zipfile.ZIP_DEFLATED)
     lost = whl.stat().st_size - rebuilt.stat().st_size
+    if lost <= 0:  # compressed, the saving can vanish: then the published wheel is the better one
+        rebuilt.unlink()
+        return 0, kept_as_published
     rebuilt.replace(whl)
-    return lost
+    return lost, kept_as_published
 
 
 def build_from_source(req: str, built: Path, constraints: Path, platform: str) -> Path:
@@ -329,7 +382,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-project", action="store_true", help="leave out the project's own wheel")
     p.add_argument("--keep-debug", action="store_true",
                    help="keep the wheels byte for byte as published (by default the debug information of their "
-                        "compiled files is dropped: spacy's wheel 35 -> 7 MB)")
+                        "compiled files is dropped where the dynamic loader reads the same bytes after: spacy's "
+                        "wheel 35 -> 7 MB)")
     args = p.parse_args(argv)
 
     try:
@@ -399,10 +453,14 @@ def main(argv: list[str] | None = None) -> int:
     wheels = sorted(out.glob("*.whl"))
     if not args.keep_debug:
         saved = {w.name: strip_debug(w) for w in wheels}
-        if any(saved.values()):
-            stripped = sum(1 for v in saved.values() if v)
-            print(f"wheelhouse: dropping the debug information of compiled files made {stripped} wheels "
-                  f"{sum(saved.values()) / 1e6:.1f} MB smaller (--keep-debug keeps them as published)")
+        lost = [v[0] for v in saved.values() if v[0]]
+        if lost:
+            print(f"wheelhouse: dropping the debug information of compiled files made {len(lost)} wheels "
+                  f"{sum(lost) / 1e6:.1f} MB smaller (--keep-debug keeps them as published)")
+        refused = sum(v[1] for v in saved.values())
+        if refused:
+            print(f"wheelhouse: {refused} compiled files stay as published: stripping them would change what "
+                  "the dynamic loader reads")
     size = sum(w.stat().st_size for w in wheels)
     print(f"wheelhouse: {len(wheels)} wheels, {size / 1e6:.1f} MB in {out} (Python {args.python_version}, {platform})")
     print(f'on the node: pip install --no-index --find-links {out} -e ".[{",".join(extras)}]"')

@@ -3,12 +3,14 @@ transformers stay; scripts/wheelhouse.py builds what such a node lacks, and it i
 alone, without an index."""
 
 import importlib.metadata
+import importlib.util
 import os
 import re
 import shutil
 import subprocess
 import sys
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,60 @@ def test_extras_that_require_torch_themselves_are_refused_in_one_line(tmp_path):
     assert run.returncode == 2
     assert run.stderr == ("wheelhouse: extra trl has packages that require torch themselves, which a wheelhouse does "
                           "not carry: install it where pip can reach an index\n")
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("wheelhouse", ROOT / "scripts" / "wheelhouse.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _wheel(path: Path, files: dict[str, bytes]) -> Path:
+    """A wheel holding ``files`` (name -> bytes) and its RECORD, as pip builds them."""
+    dist_info = "demo-1.0.dist-info"
+    files = {**files, f"{dist_info}/METADATA": b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n",
+             f"{dist_info}/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: py3-none-any\n"}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+        z.writestr(f"{dist_info}/RECORD", "".join(f"{name},,\n" for name in [*files, f"{dist_info}/RECORD"]))
+    return path
+
+
+def test_stripping_keeps_every_compiled_file_loadable(tmp_path):
+    # scipy's bundled OpenBLAS and gfortran were rewritten by auditwheel's patchelf; `strip --strip-debug`
+    # moved their segments off page alignment and the loader refused them ("ELF load command
+    # address/offset not page-aligned"): every trainer died importing scipy
+    if not shutil.which("strip") or not shutil.which("gcc"):
+        pytest.skip("needs binutils' strip and gcc")
+    libs = [f for f in importlib.metadata.distribution("scipy").files or [] if str(f).startswith("scipy.libs/")]
+    if not any("openblas" in str(f) for f in libs):
+        pytest.skip("this scipy is not a manylinux wheel's (no scipy.libs/ with its OpenBLAS)")
+    # and a library with debug information of its own, which stripping is for
+    (tmp_path / "answer.c").write_text("int answer(void) { return 42; }\n")
+    subprocess.run(["gcc", "-g", "-O0", "-shared", "-fPIC", "-o", str(tmp_path / "libanswer.so"),
+                    str(tmp_path / "answer.c")], check=True)
+    files = {str(f): f.locate().read_bytes() for f in libs}
+    files["demo/libanswer.so"] = (tmp_path / "libanswer.so").read_bytes()
+    whl = _wheel(tmp_path / "demo-1.0-py3-none-any.whl", files)
+
+    lost, _ = _script().strip_debug(whl)
+    assert lost > 0
+    out = tmp_path / "installed"
+    with zipfile.ZipFile(whl) as z:
+        assert z.testzip() is None
+        z.extractall(out)
+    assert (out / "demo" / "libanswer.so").stat().st_size < len(files["demo/libanswer.so"])
+    # the loader takes each one (scipy's find one another in their folder, as scipy's modules find them by
+    # RPATH); in a process of its own, as OpenBLAS starts threads when loaded
+    load = ("import ctypes, sys\n"
+            "libs = [ctypes.CDLL(path) for path in sys.argv[1:]]\n"
+            "print(libs[0].answer())\n")
+    run = subprocess.run([sys.executable, "-c", load, str(out / "demo" / "libanswer.so"),
+                          *[str(out / name) for name in files if name.startswith("scipy.libs/")]],
+                         text=True, capture_output=True, env={**os.environ, "LD_LIBRARY_PATH": str(out / "scipy.libs")})
+    assert run.returncode == 0 and run.stdout == "42\n", run.stderr[-2000:]
 
 
 def _closure(names) -> list[importlib.metadata.Distribution]:
@@ -122,7 +178,7 @@ def test_a_node_with_its_own_torch_installs_agentgym_from_the_wheelhouse_without
     node = {canonicalize_name(line.split("==")[0]): line.split("==")[1] for line in listed.split()}
     # the simulation is honest: the node has torch and transformers, and none of what agentgym adds
     assert {"torch", "transformers"} <= node.keys()
-    assert not {"gymnasium", "sacrebleu", "bm25s", "tyro", "tensorboard", "textworld", "agentgym"} & node.keys()
+    assert not {"gymnasium", "sacrebleu", "bm25s", "scipy", "tyro", "tensorboard", "textworld", "agentgym"} & node.keys()
     (tmp_path / "node-packages.txt").write_text(listed)
 
     wheelhouse = tmp_path / "wheelhouse"
@@ -149,6 +205,9 @@ def test_a_node_with_its_own_torch_installs_agentgym_from_the_wheelhouse_without
 
     check = (
         "import torch, transformers, gymnasium as gym, agentgym, spacy, alfworld\n"
+        # the wheelhouse's scipy, with its OpenBLAS (transformers imports scipy.optimize when a trainer starts)
+        "import scipy.linalg, scipy.optimize\n"
+        "assert abs(scipy.linalg.inv([[2.0]])[0][0] - 0.5) < 1e-12\n"
         f"assert torch.__file__.startswith({str(base)!r}) and transformers.__file__.startswith({str(base)!r})\n"
         "env = gym.make('ToolQA-v0')\n"
         "obs, info = env.reset(seed=0)\n"
@@ -165,3 +224,13 @@ def test_a_node_with_its_own_torch_installs_agentgym_from_the_wheelhouse_without
     after = subprocess.run([*pip, "list", "--format=freeze"], check=True, text=True, capture_output=True,
                            env=_offline_pip_env()).stdout
     assert f"torch=={node['torch']}" in after.split() and f"transformers=={node['transformers']}" in after.split()
+
+    # what the node is for: a training step (tiny model: cold start, GRPO step, held-out evaluation, checkpoint)
+    train = subprocess.run([str(python), str(src / "trainers" / "grpo.py"), "--num-steps", "1",
+                            "--cold-start.num-steps", "2", "--cold-start.num-episodes", "4", "--eval-episodes", "2",
+                            "--num-groups", "1", "--group-size", "2", "--max-new-tokens", "8", "--cpu-threads", "1",
+                            "--no-progress", "--output-dir", str(tmp_path / "run")],
+                           text=True, capture_output=True, cwd=tmp_path,
+                           env={**os.environ, "AGENTGYM_CACHE": str(tmp_path / "cache")})
+    assert train.returncode == 0, train.stdout[-2000:] + train.stderr[-3000:]
+    assert (tmp_path / "run" / "checkpoints" / "step_1").is_dir(), sorted(p.name for p in (tmp_path / "run").iterdir())
