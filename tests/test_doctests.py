@@ -11,7 +11,7 @@ MODULES = [
     "agentgym.extras", "agentgym.envs.arguments", "agentgym.envs.parsing", "agentgym.envs.observations",
     "agentgym.http_request", "agentgym.rewards.claims",
     "agentgym.rewards.components", "agentgym.vector.options", "agentgym.envs.alfworld.search_expert",
-    "agentgym.agents.tiny",
+    "agentgym.agents.tiny", "agentgym.envs.grammar_expressions",
 ]
 
 

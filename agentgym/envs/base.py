@@ -53,6 +53,11 @@ class EngineError(RuntimeError):
     """The engine behind an env failed (process died, timed out). Ends the episode as truncated."""
 
 
+class DataRefused(ValueError):
+    """What the env was asked to load is refused (a game file whose grammar asks to run code): not an
+    engine fault, so the vector layer raises it at once instead of retrying on a new worker."""
+
+
 @dataclass
 class Transition:
     """What one executed action did."""

@@ -28,6 +28,7 @@ import numpy as np
 import agentgym.envs  # noqa: F401  registers the envs
 from agentgym.agents import HFPolicy, OpenAIPolicy, SamplingConfig
 from agentgym.agents.tiny import resolve_model_path
+from agentgym.envs.base import DataRefused
 from agentgym.envs.env_ids import registered_env_id
 from agentgym.output_paths import OutputPathError, check_output_file, disk_full, disk_full_message
 from agentgym.settings import SettingError
@@ -235,9 +236,12 @@ def main(argv: list[str] | None = None) -> int:
     if tasks is not None:
         print(f"{args.env_id} [{args.split}]: {len(set(tasks))} tasks, each played in turn "
               f"({args.num_episodes} episodes)")
-    result = evaluate(policy, args.env_id, env_kwargs, args.split or None, args.num_episodes, args.batch_size,
-                      args.seed, sampling, args.window, args.prs_stage, system_prompt_hook=hook, task_ids=tasks,
-                      per_episode=True)
+    try:
+        result = evaluate(policy, args.env_id, env_kwargs, args.split or None, args.num_episodes, args.batch_size,
+                          args.seed, sampling, args.window, args.prs_stage, system_prompt_hook=hook, task_ids=tasks,
+                          per_episode=True)
+    except DataRefused as e:  # e.g. a game file that asks for code to run, found as it loads
+        parser.exit(2, f"agentgym eval: error: {e}\n")
     print(f"{args.env_id} [{result['split']}] {result['num_episodes']} episodes: "
           f"success {result['success_rate']:.3f}  PRS return {result['prs_return']:.3f}")
     print("terms: " + "  ".join(f"{k} {v:.3f}" for k, v in result["terms"].items()))

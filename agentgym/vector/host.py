@@ -9,7 +9,9 @@ Jobs and results are plain tuples so they pickle cheaply across a pipe or throug
 
 - job ``("reset", seed, options)`` -> ``("ok", obs, info)``
 - job ``("step", action)`` -> ``("ok", obs, reward, terminated, truncated, info)``
-- any job -> ``("fault", message)`` when the env raised.
+- any job -> ``("fault", message)`` when the env raised;
+- any job -> ``("refused", message)`` when the env refused what it was asked to load
+  (:class:`~agentgym.envs.base.DataRefused`): the same job would fail the same way again.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
+
+from agentgym.envs.base import DataRefused
 
 Job = tuple
 Result = tuple
@@ -136,6 +140,9 @@ class EnvHost:
                     results[i] = ("ok", obs, float(reward), bool(terminated), bool(truncated), info)
                 else:
                     raise ValueError(f"unknown job {job[0]!r}")
+            except DataRefused as e:
+                results[i] = ("refused", str(e))
+                self._discard(i)
             except Exception as e:  # noqa: BLE001  any env failure becomes a fault of that env only
                 results[i] = ("fault", describe(e), traceback.format_exc(limit=8))
                 self._discard(i)

@@ -33,6 +33,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from agentgym.envs.base import DataRefused
 from agentgym.vector.backend import Backend, VectorEnvClosedError
 from agentgym.vector.backends import build_backend
 from agentgym.vector.host import EnvFactory
@@ -236,6 +237,8 @@ class AgentVectorEnv(VectorEnv):
         if retry:
             results.update(self.backend.run(retry, self.reset_timeout))
         for i, result in results.items():
+            if result[0] == "refused":
+                raise DataRefused(result[1])
             if result[0] == "fault":
                 raise RuntimeError(f"env {i} failed to reset twice: {result[1]}\n{result[2] if len(result) > 2 else ''}")
             out[i] = (result[1], result[2])
@@ -273,7 +276,7 @@ class AgentVectorEnv(VectorEnv):
 
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         items: list[tuple[int, dict]] = []
-        failed_resets = {i: jobs[i] for i, r in results.items() if jobs[i][0] == "reset" and r[0] == "fault"}
+        failed_resets = {i: jobs[i] for i, r in results.items() if jobs[i][0] == "reset" and r[0] != "ok"}
         if failed_resets:
             results.update({i: ("ok", *pair) for i, pair in self._run_resets(failed_resets).items()})
         finished = []
@@ -378,7 +381,9 @@ class AgentVectorEnv(VectorEnv):
         pass), then return every result that is ready, ordered by env id.
 
         A reset's result has reward 0, both flags False and ``resets`` True. Faults are results
-        too: the env is truncated with ``info["error"]`` (a reset is retried once first).
+        too: the env is truncated with ``info["error"]`` (a reset is retried once first, unless the env
+        refused what it was asked to load: :class:`~agentgym.envs.base.DataRefused`, which the
+        blocking :meth:`reset` and :meth:`step` raise).
         """
         self._check_open("recv")
         if not self._kinds and not self._noops:
@@ -461,8 +466,8 @@ class AgentVectorEnv(VectorEnv):
         None while the env has more to do (a retried reset, a SAME_STEP autoreset)."""
         if job[0] == "reset":
             final = self._final.pop(i, None)
-            if result[0] == "fault":
-                if i not in self._retried:
+            if result[0] in ("fault", "refused"):
+                if result[0] == "fault" and i not in self._retried:  # a refusal would come again
                     self._retried.add(i)
                     if final is not None:
                         self._final[i] = final
@@ -470,7 +475,8 @@ class AgentVectorEnv(VectorEnv):
                     return None
                 self._retried.discard(i)
                 self._terminated[i], self._truncated[i] = False, True
-                info = self._fault_info(i, f"reset failed twice: {result[1]}")
+                info = self._fault_info(i, f"reset failed twice: {result[1]}" if result[0] == "fault" else
+                                        f"reset refused: {result[1]}")
                 return (self._obs[i], 0.0, False, True, info, False)
             self._retried.discard(i)
             _, obs, info = result

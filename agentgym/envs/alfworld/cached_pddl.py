@@ -29,8 +29,16 @@ from textworld.envs.pddl import logic as pddl_logic
 from textworld.envs.pddl import textgen
 from textworld.logic import Proposition, Rule, Type, TypeHierarchy, Variable
 
-from agentgym.envs.alfworld.translation import INTRO, decode_symbols, parse_query, parse_start, translate
+from agentgym.envs.alfworld.translation import (
+    INTRO,
+    decode_symbols,
+    parse_query,
+    parse_start,
+    translate,
+    translation_expressions,
+)
 from agentgym.envs.alfworld.translation_cache import TranslationCache
+from agentgym.envs.grammar_expressions import check_expressions, evaluate, guard_textworld
 
 # Strings parsed in this process that no translation held (TatSu is slow; the results never change).
 _EXTRA_STARTS: dict[str, tuple] = {}
@@ -89,8 +97,8 @@ class FastGrammar:
         """What an ``E``, ``C`` or ``L`` symbol stands for: (symbol, context) pairs."""
         kind = symbol[0]
         if kind == "E":
-            # Evaluated as textgen's EvalSymbol does: textgen's globals, the variables as locals.
-            return [(("T", eval(symbol[1], vars(textgen), dict(ctx["variables"]))), ctx)]
+            # What textgen's EvalSymbol gives, for the forms a grammar may use (never Python's eval).
+            return [(("T", evaluate(symbol[1], ctx["variables"])), ctx)]
         if kind == "C":
             if not ctx:
                 raise ValueError("Empty context")
@@ -232,6 +240,7 @@ class CachedPddlEnv(PddlEnv):
     ``load`` (a reset of the loaded game still reuses its translation)."""
 
     def __init__(self, infos=None, cache: TranslationCache | None = None):
+        guard_textworld()  # nothing here reaches textgen's eval; anything of textworld's that might, cannot
         super().__init__(infos)
         self.cache = cache
         self._game: TranslatedGame | None = None
@@ -247,15 +256,18 @@ class CachedPddlEnv(PddlEnv):
             self._game_file = None
         self._game_data = data
         self.walkthrough = data.get("walkthrough", None)
+        source = self._game_file or "the game's data"
         kept = self.cache.get(data) if self.cache is not None else None
         if kept is not None:
             try:
+                check_expressions(translation_expressions(kept), source)
                 self._start_game(TranslatedGame(kept, data["grammar"]))
             except Exception:  # an entry that does not fit this game: translate it again
                 self.cache.reject()
                 kept = None
         if kept is None:
             translation = translate(data)
+            check_expressions(translation_expressions(translation), source)  # before any text is derived
             self._start_game(TranslatedGame(translation))
             if self.cache is not None:
                 translation["task"]["start_facts"] = self._game.start_facts

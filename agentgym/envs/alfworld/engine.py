@@ -11,6 +11,7 @@ With ``cache=True`` (the env's default) the ``PddlEnv`` is :class:`~agentgym.env
 the same engine, translating each game file once and keeping the translation on disk
 (:mod:`agentgym.envs.alfworld.translation_cache`), which makes a warm reset and a step tens of
 times cheaper (docs/benchmarks.md); ``cache=False`` plays on textworld's ``PddlEnv`` as it is.
+Neither evaluates a game file's grammar expressions as Python (:mod:`agentgym.envs.grammar_expressions`).
 """
 
 from __future__ import annotations
@@ -50,14 +51,15 @@ def make_engine(expert: bool, cache: bool | str = True):
     infos then carry the planner's policy all the same) and read the plan with :func:`expert_plan`.
 
     ``cache``: True plays on ``CachedPddlEnv`` with translations kept in the default cache folder,
-    a path keeps them there instead, False (or None) plays on textworld's ``PddlEnv`` unchanged."""
+    a path keeps them there instead, False (or None) plays on textworld's ``PddlEnv`` (its grammar
+    expressions checked: :mod:`agentgym.envs.alfworld.checked_pddl`)."""
     require_engine()
     from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredExpert, AlfredExpertType, AlfredInfos
 
     if not cache:
-        from textworld.envs import PddlEnv
+        from agentgym.envs.alfworld.checked_pddl import CheckedPddlEnv  # textworld, on its first use
 
-        pddl_env = PddlEnv(request_infos(expert))
+        pddl_env = CheckedPddlEnv(request_infos(expert))
     else:
         from agentgym.envs.alfworld.cached_pddl import CachedPddlEnv  # textworld, on its first use
 

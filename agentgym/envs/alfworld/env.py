@@ -12,6 +12,7 @@ from agentgym.envs.alfworld.progress import GoalProgress
 from agentgym.envs.alfworld.search_expert import SearchGoal, search_action
 from agentgym.envs.alfworld.tasks import normalize_task_types
 from agentgym.envs.base import AgentEnv, EngineError, Transition
+from agentgym.envs.grammar_expressions import GrammarExpressionError
 from agentgym.envs.parsing import ParsedAction, parse_embodied_action
 from agentgym.envs.task_refs import TaskRef
 from agentgym.rewards.prs import EMBODIED_PRS
@@ -212,6 +213,9 @@ class ALFWorldEnv(AgentEnv):
                 self._engine.load(game.path)
                 self._loaded, self._loaded_once = game.path, True
             self._state = self._engine.reset()
+        except GrammarExpressionError:  # a game file that asks for code to run: its message names the file
+            self._loaded = None
+            raise
         except Exception as e:  # a broken game file or engine: say which game
             self._loaded = None
             raise RuntimeError(f"ALFWorld engine failed to start {game.path}: {type(e).__name__}: {e}") from e

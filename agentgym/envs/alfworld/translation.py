@@ -87,6 +87,27 @@ def symbol_parts(symbols, kind: str):
             yield from symbol_parts((symbol[1],), kind)
 
 
+def translation_expressions(translation: dict) -> set[str]:
+    """Every ``{expression}`` of a translation: in the grammar's productions and the strings derived."""
+    symbols = [decode_symbols(rhs) for _, productions in translation["logic"]["rules"] for rhs, _, _ in productions]
+    symbols += [decode_symbols(parsed) for parsed in translation["starts"].values()]
+    return {e for s in symbols for e in symbol_parts(s, "E")}
+
+
+def game_expressions(game_data: dict) -> set[str]:
+    """Every ``{expression}`` a game file's grammar holds, read by parsing alone (nothing is evaluated)."""
+    logic = translate_logic(game_data["grammar"])
+    return translation_expressions({"logic": logic, "starts": {s: parse_start(s) for s in derived_strings(logic)}})
+
+
+def derived_strings(logic: dict) -> list[str]:
+    """The strings the engine derives text from: ``#intro#``, each action's template and feedback rule."""
+    starts = {INTRO}
+    for _, action in logic["actions"]:
+        starts.update((action["template"], action["feedback_rule"]))
+    return sorted(starts)
+
+
 def parse_start(text: str) -> list:
     """Parse a string to derive from (TatSu, slow), encoded."""
     from textworld.envs.pddl.textgen import _parse_and_convert
@@ -155,10 +176,7 @@ def translate_logic(grammar: str) -> dict[str, Any]:
 def translate(game_data: dict) -> dict[str, Any]:
     """Everything a game needs before play (see the module docstring). Takes about a second."""
     logic = translate_logic(game_data["grammar"])
-    starts = {INTRO}
-    for _, action in logic["actions"]:
-        starts.update((action["template"], action["feedback_rule"]))
-    parsed_starts = {s: parse_start(s) for s in sorted(starts)}
+    parsed_starts = {s: parse_start(s) for s in derived_strings(logic)}
     symbols = [decode_symbols(rhs) for _, productions in logic["rules"] for rhs, _, _ in productions]
     symbols += [decode_symbols(parsed) for parsed in parsed_starts.values()]
     queries = {c for _, productions in logic["rules"] for _, _, c in productions if c}

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import tyro
 
+from agentgym.envs.base import DataRefused
 from agentgym.locks import DirectoryInUse
 from agentgym.output_paths import OutputPathError, check_output_dir, disk_full
 from agentgym.settings import checks_deferred
@@ -31,11 +32,12 @@ def _bare_resume(argv: list[str]) -> list[str]:
 @contextmanager
 def exit_on_config_error():
     """In a script: a :class:`ConfigError` exits with one line naming the problem (exit status 2,
-    like argparse), also one found once the run is under way (a cold start left with no sample); a
+    like argparse), also one found once the run is under way (a cold start left with no sample, a
+    game file refused for its grammar: :mod:`agentgym.envs.grammar_expressions`); a
     disk that fills up during the run is one line too (exit status 1)."""
     try:
         yield
-    except (ConfigError, DirectoryInUse) as e:  # an output directory another run holds: one line too
+    except (ConfigError, DirectoryInUse, DataRefused) as e:  # also: a game file that asks to run code
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     except Exception as e:  # the disk filled up mid-run: libraries wrap the OS error in their own types
