@@ -11,7 +11,8 @@ JVM's command line, where ``-XX:OnOutOfMemoryError=<cmd>`` runs a shell command)
 endpoint or another model (a judge), or the success criterion is the user's to choose, and a file
 that asks for it is refused with one line naming the key. A path (``data_path``, ``dataset``,
 ``corpus``, ``game``, ``tasks``) is taken from data only when it lies inside the data's own folder
-(an ALFWorld ``generated:N:ROOM`` set is not a path and is always taken).
+(an ALFWorld ``generated:N:ROOM`` set is not a path and is taken up to :data:`MAX_DATA_GENERATED`
+games).
 
 A key the user sets too is the user's: the file's value for it is never used, so it is not refused.
 
@@ -63,6 +64,12 @@ REFUSED_BECAUSE = {
 
 GENERATED_PREFIX = "generated"  # ALFWorld's offline sets, ``generated[:N][:ROOM]`` (agentgym.envs.alfworld.data)
 
+MAX_DATA_GENERATED = 16_000
+"""The most games an ALFWorld ``generated:N`` set named by data may ask for: the largest set
+agentgym's own presets and recipes name (``generated:16000:tiny``, about 800 MB and a minute of one
+core), so every checkpoint they record still loads; a larger set is the user's to ask for. Without a
+bound, a file of a few bytes could start writing games until the disk is full."""
+
 
 class DataSettingError(ValueError):
     """Env settings read from data asked for a key that only the user may set."""
@@ -104,6 +111,10 @@ def _inside(value: Any, key: str, source: str, folder: str | os.PathLike | None)
     if value is None:
         return None
     if key == "data_path" and isinstance(value, str) and value.split(":", 1)[0] == GENERATED_PREFIX:
+        counts = [int(part) for part in value.split(":")[1:] if part.isdigit()]
+        if counts and max(counts) > MAX_DATA_GENERATED:
+            raise DataSettingError(source, key, f"it asks to generate {max(counts)} ALFWorld games, and data may ask "
+                                                f"for at most {MAX_DATA_GENERATED}")
         return value
     if isinstance(value, Mapping):
         return {k: _inside(v, key, source, folder) for k, v in value.items()}

@@ -23,7 +23,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -147,7 +150,9 @@ def default_data_root(num_games: int | None = None, room: str = "full") -> str:
     games (80% train, 10% each valid split) with rooms of size ``room``.
 
     Safe when several processes ask at once: each generates into its own temporary folder and
-    renames it into place; the first rename wins and the others discard their copy."""
+    renames it into place; the first rename wins and the others discard their copy. A generation the
+    disk has no room for is refused before it writes (:func:`check_disk_for`); one that is
+    terminated removes its folder, and one that was killed has it removed by the next generation."""
     counts = DEFAULT_COUNTS if num_games is None else split_counts(num_games, "all")
     name = f"generated-v{DEFAULT_VERSION}-seed{DEFAULT_SEED}"
     if counts != DEFAULT_COUNTS:
@@ -158,10 +163,13 @@ def default_data_root(num_games: int | None = None, room: str = "full") -> str:
     if os.path.isdir(final):
         return final
     os.makedirs(cache_root(), exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".generating-", dir=cache_root())
+    remove_abandoned_generations(cache_root())
+    check_disk_for(sum(counts.values()), cache_root())
+    tmp = tempfile.mkdtemp(prefix=f"{GENERATING}{os.getpid()}-", dir=cache_root())
     try:
-        for split, count in counts.items():
-            generate(tmp, count, seed=DEFAULT_SEED, split=split, room=room)
+        with _terminate_as_exit():
+            for split, count in counts.items():
+                generate(tmp, count, seed=DEFAULT_SEED, split=split, room=room)
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; the finished set is for every user
         try:
             os.rename(tmp, final)
@@ -172,6 +180,58 @@ def default_data_root(num_games: int | None = None, room: str = "full") -> str:
         if os.path.isdir(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+GENERATING = ".generating-"  # a generation under way: .generating-<pid>-<random>
+BYTES_PER_GAME = 64 * 1024  # measured: 54-63 kB of disk a game (tiny to full rooms), folders included
+DISK_MARGIN = 512 * 1024 * 1024  # what a generation leaves free at least, for everything else
+
+
+def check_disk_for(num_games: int, folder: str) -> None:
+    """Refuse, before writing, a generation the disk under ``folder`` has no room for."""
+    need = num_games * BYTES_PER_GAME
+    free = shutil.disk_usage(folder).free
+    if free < need + DISK_MARGIN:
+        raise OSError(f"generating {num_games} ALFWorld games needs about {need / 2**20:.0f} MiB in {folder}, and "
+                      f"{free / 2**20:.0f} MiB are free (a generation leaves {DISK_MARGIN // 2**20} MiB free): free "
+                      f"some space or set AGENTGYM_CACHE to a larger disk")
+
+
+def remove_abandoned_generations(folder: str) -> None:
+    """Remove the temporary folders of generations whose process is gone (killed before it could)."""
+    for entry in os.scandir(folder):
+        pid = entry.name[len(GENERATING):].split("-", 1)[0]
+        if entry.name.startswith(GENERATING) and entry.is_dir(follow_symlinks=False) and pid.isdigit():
+            if not _alive(int(pid)):
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process, alive
+        return True
+    return True
+
+
+@contextmanager
+def _terminate_as_exit():
+    """SIGTERM raises ``SystemExit`` for the duration (main thread, default handler only), so a
+    terminated generation removes its temporary folder on the way out."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def resolve_data_root(data_path: str | None, split: str) -> str:
