@@ -2,7 +2,8 @@
 
 The commands are read from the ```bash blocks, in order (later commands use what earlier ones
 wrote, e.g. ``--model runs/sft/final``), and run in a scratch directory that holds the repo's
-``trainers/`` and ``benchmarks/``. Only their size changes: flags that shrink steps, episodes
+``trainers/`` and ``benchmarks/``, and every module a page has the reader save (a ```python block
+whose first line is ``# NAME.py``). Only their size changes: flags that shrink steps, episodes
 and tokens are appended (the last occurrence of a flag wins), and a checkpoint path names the
 step the shrunk run wrote. What cannot run here is listed in ``NOT_RUN`` with the reason.
 """
@@ -94,6 +95,28 @@ def shell_commands() -> list[tuple[str, str]]:
     return out
 
 
+_SAVED_AS = re.compile(r"^# (\w+\.py)\n")
+
+
+def saved_modules() -> dict[str, str]:
+    """name -> code of every ```python block whose first line is ``# NAME.py``: a module the page has
+    the reader save beside them (their own env), which its commands and snippets import."""
+    out = {}
+    for rel in DOCS:
+        for body in re.findall(r"```python\n(.*?)```", open(os.path.join(ROOT, rel)).read(), flags=re.S):
+            m = _SAVED_AS.match(body)
+            if m:
+                assert m.group(1) not in out, f"two pages save {m.group(1)}"
+                out[m.group(1)] = body
+    return out
+
+
+def save_modules(folder) -> None:
+    for name, code in saved_modules().items():
+        with open(os.path.join(folder, name), "w") as f:
+            f.write(code)
+
+
 def runnable(command: str) -> str | None:
     """The command at a tiny size, or None when it is in ``NOT_RUN``."""
     if " && " in command:
@@ -128,6 +151,7 @@ def test_every_documented_command_runs(tmp_path):
     for name in os.listdir(os.path.join(ROOT, "benchmarks")):
         if name != "results":
             os.symlink(os.path.join(ROOT, "benchmarks", name), tmp_path / "benchmarks" / name)
+    save_modules(tmp_path)
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     failures = []
     for rel, command in shell_commands():
@@ -201,6 +225,8 @@ def test_every_documented_python_snippet_runs_and_prints_what_it_says(rel, code,
         if re.search(rf"^\s*(from|import) {module}\b", code, flags=re.M):
             pytest.importorskip(needed)
     monkeypatch.chdir(tmp_path)
+    save_modules(tmp_path)  # a module the page has the reader save, importable as they would import it
+    monkeypatch.syspath_prepend(str(tmp_path))
     code = code.replace('"path/to/checkpoint"', repr(tiny_path))  # the reader's checkpoint: the tiny model
     servers = []
     for url, args in SNIPPET_SERVERS.items():
