@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentgym.viewer.sources import MAX_NOTES, BoardSource, RunSource, Source, SourceError
+from agentgym.viewer.episode_files import MAX_NOTES
+from agentgym.viewer.sources import BoardSource, Row, RunSource, Source, SourceError
 
 PAGE = 50
 """Rows per page unless asked."""
@@ -62,31 +63,30 @@ def source_of(sources: Sequence[Source], params: Mapping[str, str]) -> Source:
     return sources[i]
 
 
-def filter_rows(rows: Sequence[dict], params: Mapping[str, str]) -> list[dict]:
+def filter_rows(rows: Sequence[Row], params: Mapping[str, str]) -> list[Row]:
     """The rows that pass every filter given: ``success`` (``1`` / ``0``), ``group`` (exact),
     ``task`` (a part of the task id, any case), ``rmin`` / ``rmax`` (return bounds, inclusive),
     ``agent``, ``env``, ``split`` (exact); ``sort`` ``return`` or ``-return`` orders them."""
     success, group, task = params.get("success", ""), params.get("group", ""), params.get("task", "").lower()
     rmin, rmax = _float(params, "rmin"), _float(params, "rmax")
-    exact = {k: params[k] for k in ("agent", "env", "split") if params.get(k)}
+    exact = [(Row._fields.index(k), params[k]) for k in ("agent", "env", "split") if params.get(k)]
     out = []
     for r in rows:
-        if success in ("0", "1") and r["success"] != (success == "1"):
+        if success in ("0", "1") and r.success != (success == "1"):
             continue
-        if group and r["group"] != group:
+        if group and r.group != group:
             continue
-        if task and task not in r["task_id"].lower():
+        if task and task not in r.task_id.lower():
             continue
-        if rmin is not None and (r["return"] is None or r["return"] < rmin):
+        if rmin is not None and (r.ret is None or r.ret < rmin):
             continue
-        if rmax is not None and (r["return"] is None or r["return"] > rmax):
+        if rmax is not None and (r.ret is None or r.ret > rmax):
             continue
-        if any(r.get(k) != v for k, v in exact.items()):
+        if any(r[k] != v for k, v in exact):
             continue
         out.append(r)
     if params.get("sort") in ("return", "-return"):
-        out.sort(key=lambda r: float("-inf") if r["return"] is None else r["return"],
-                 reverse=params["sort"] == "-return")
+        out.sort(key=lambda r: float("-inf") if r.ret is None else r.ret, reverse=params["sort"] == "-return")
     return out
 
 
@@ -128,8 +128,8 @@ def episodes(sources: Sequence[Source], params: Mapping[str, str]) -> dict:
     rows = [r for f in files for r in s.rows(f)]
     matched = filter_rows(rows, params)
     return {"total": len(matched), "all": len(rows), "offset": offset, "limit": limit,
-            "rows": matched[offset:offset + limit],
-            "groups": list(dict.fromkeys(r["group"] for r in rows))[:MAX_CHOICES], "skipped": skipped(s, files)}
+            "rows": [r.as_dict() for r in matched[offset:offset + limit]],
+            "groups": list(dict.fromkeys(r.group for r in rows))[:MAX_CHOICES], "skipped": skipped(s, files)}
 
 
 def skipped(s: Source, files: Sequence[str]) -> dict:
@@ -145,22 +145,22 @@ def skipped(s: Source, files: Sequence[str]) -> dict:
 def group(sources: Sequence[Source], params: Mapping[str, str]) -> dict:
     s = source_of(sources, params)
     file, key = params.get("file", ""), params.get("group", "")
-    rows = [r for r in s.rows(file) if r["group"] == key]
+    rows = [r for r in s.rows(file) if r.group == key]
     return {"file": file, "group": key, "total": len(rows),
-            "episodes": [{"row": r, "episode": s.episode(file, r["id"])} for r in rows[:MAX_GROUP]]}
+            "episodes": [{"row": r.as_dict(), "episode": s.episode(file, r.id)} for r in rows[:MAX_GROUP]]}
 
 
 def episode(sources: Sequence[Source], params: Mapping[str, str]) -> dict:
     s = source_of(sources, params)
     file, index = params.get("file", ""), _int(params, "id")
     ep = s.episode(file, index)
-    return {"source": s.name, "kind": s.kind, "file": file, "row": s.rows(file)[index], "episode": ep}
+    return {"source": s.name, "kind": s.kind, "file": file, "row": s.rows(file)[index].as_dict(), "episode": ep}
 
 
 def find(sources: Sequence[Source], params: Mapping[str, str]) -> dict:
     s = source_of(sources, params)
     task = params.get("task", "")
-    hit = next((r["id"] for r in s.rows(params.get("file", "")) if r["task_id"] == task), None)
+    hit = next((r.id for r in s.rows(params.get("file", "")) if r.task_id == task), None)
     return {"id": hit}
 
 

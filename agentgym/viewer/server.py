@@ -1,6 +1,13 @@
 """The viewer's local HTTP server: the page, its script and stylesheet, and the JSON endpoints of
 :mod:`agentgym.viewer.api`, on 127.0.0.1 only (standard library ``http.server``, one thread per
-request).
+connection).
+
+Many requests at once are all answered: the listening queue holds :data:`BACKLOG` connections
+(the standard library's 5 turned a burst of a page's requests away), at most :data:`WORKERS`
+endpoints read episode files at a time (so memory stays bounded by a few pages whatever comes in),
+and the others wait their turn. A connection that sends no whole request within :data:`TIMEOUT`
+seconds (a half-sent request, a client gone quiet) is closed, and so is one that stops reading
+its answer.
 
 Episode text is data: the page inserts it as text, and the server's Content-Security-Policy lets
 only the viewer's own script run, so markup or script in an observation or reply is never run even
@@ -11,6 +18,7 @@ refused, so a web page elsewhere cannot read the episodes through a rebound DNS 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,6 +30,12 @@ from agentgym.viewer.sources import Source, SourceError
 
 ASSETS = Path(__file__).with_name("assets")
 HOST = "127.0.0.1"
+TIMEOUT = 10.0
+"""Seconds a connection may take to send its request, or to read an answer, before it is closed."""
+BACKLOG = 512
+"""Connections the listening socket holds while every thread is busy accepting."""
+WORKERS = 4
+"""Endpoints answered at once (the rest wait): each may hold an episode line of up to 16 MB."""
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 TYPES = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8",
@@ -41,7 +55,8 @@ def to_json(data) -> bytes:
 class _Handler(BaseHTTPRequestHandler):
     server_version = "agentgym-view"
     sources: Sequence[Source] = ()
-    lock = threading.Lock()
+    workers = threading.BoundedSemaphore(WORKERS)
+    timeout = TIMEOUT  # socketserver sets it on the connection: a read or write that waits longer fails
 
     def log_message(self, format, *args):  # noqa: A002  (the base class's name)
         pass  # a page load is a dozen requests: nothing worth a line each
@@ -72,7 +87,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(404, f"no page {url.path!r}")
         params = dict(parse_qsl(url.query, keep_blank_values=True))
         try:
-            with self.lock:  # sources cache parsed files; one reader at a time keeps that simple
+            with self.workers:
                 data = ENDPOINTS[name[4:]](self.sources, params)
         except (SourceError, OSError) as e:
             return self._error(404, str(e))
@@ -81,9 +96,21 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, to_json(data), "application/json")
 
 
-def make_server(sources: Sequence[Source], port: int = 0) -> ThreadingHTTPServer:
-    """A server of ``sources`` on 127.0.0.1 (``port`` 0: a free one); ``server_address[1]`` is its port."""
-    handler = type("Handler", (_Handler,), {"sources": list(sources), "lock": threading.Lock()})
-    server = ThreadingHTTPServer((HOST, port), handler)
-    server.daemon_threads = True
-    return server
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = BACKLOG
+
+    def handle_error(self, request, client_address):
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionError, TimeoutError)):
+            return  # the client went away or went quiet: its connection is closed, nothing to report
+        print(f"agentgym view: a request from {client_address[0]} failed: {type(error).__name__}: {error}",
+              file=sys.stderr, flush=True)
+
+
+def make_server(sources: Sequence[Source], port: int = 0, timeout: float = TIMEOUT) -> ThreadingHTTPServer:
+    """A server of ``sources`` on 127.0.0.1 (``port`` 0: a free one); ``server_address[1]`` is its port.
+    ``timeout``: seconds a connection may take to send its request or read its answer."""
+    handler = type("Handler", (_Handler,), {"sources": list(sources), "timeout": timeout,
+                                            "workers": threading.BoundedSemaphore(WORKERS)})
+    return _Server((HOST, port), handler)

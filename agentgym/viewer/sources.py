@@ -3,90 +3,49 @@
 A **run** (``metrics.jsonl``, ``episodes/step_<N>.jsonl``, ``episodes/eval_step_<N>_<split>.jsonl``:
 :mod:`agentgym.train.run.episode_log`) has one episode file per step and per evaluation. A
 **board** (``blocks/`` and ``episodes/<agent>__<env>__<split>.jsonl``: :mod:`agentgym.leaderboard.store`)
-has one per agent on an env split. Either way an episode file is read once (again only when it
-changes on disk), each line becomes an :func:`episode` in one shape (task, turns with observation,
-reply, reward terms, advantage and signals, return, success) and a :func:`row` (the few fields a
-table shows and filters on), and nothing here writes to the directory. A line that is not an
-episode (:class:`MalformedLine`: not JSON, a number out of range, turns that are not a list) is
-skipped and noted with its line number and why, for the page to say.
+has one per agent on an env split. Either way each line of an episode file becomes an episode in
+one shape (:func:`run_episode`, :func:`board_episode`: task, turns with observation, reply, reward
+terms, advantage and signals, return, success) and a :class:`Row` (the few fields a table shows
+and filters on). A file is read in pages (:mod:`agentgym.viewer.episode_files`): its rows are
+kept, its episodes read back from disk one at a time. A line that is not an episode
+(:class:`~agentgym.viewer.episode_files.MalformedLine`: not JSON, a number out of range, turns
+that are not a list) is skipped and noted with its line number and why, for the page to say.
+Nothing here writes to the directory.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-from collections import OrderedDict
+import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentgym.leaderboard.store import Block
 from agentgym.train.run.episode_log import EPISODES_DIR, file_step
+from agentgym.viewer import episode_files
+from agentgym.viewer.episode_files import FileIndex, MalformedLine, RowCache
 
 TEXT_LIMIT = 100_000
 """Longest text sent to a page (a longer one is cut, with a note saying how long it was)."""
-CACHED_FILES = 16
-"""Episode files kept parsed in memory per source (the least recently read goes first)."""
+ID_LIMIT = 1000
+"""Longest task id, group or other label a row holds (rows stay small: a page filters thousands)."""
 
 
 class SourceError(ValueError):
     """A directory that is neither a run nor a board, or a file or episode it does not have."""
 
 
-def _text(value: Any) -> str:
+def _text(value: Any, limit: int = TEXT_LIMIT) -> str:
     text = "" if value is None else str(value)
-    if len(text) > TEXT_LIMIT:
-        return f"{text[:TEXT_LIMIT]}… [cut for display: {len(text)} chars in all]"
+    if len(text) > limit:
+        return f"{text[:limit]}… [cut for display: {len(text)} chars in all]"
     return text
 
 
 def number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-class MalformedLine(ValueError):
-    """A line of an episode file that is not an episode; the message says why, in a few words."""
-
-
-MAX_NOTES = 20
-"""Malformed lines of a file named one by one on its page (the rest are counted)."""
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value) if isinstance(value, (list, dict, str)) else repr(value)
-    return text if len(text) <= 40 else text[:40] + "…"
-
-
-def _float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise MalformedLine(f"the number {text[:40]} is out of range (no float is that large)")
-    return value
-
-
-def _int(text: str) -> int:
-    if len(text.lstrip("-")) > 308:
-        raise MalformedLine(f"the number {text[:40]}… is out of range ({len(text)} digits)")
-    return int(text)
-
-
-def parse_line(line: bytes) -> dict:
-    """One JSONL line as a JSON object, or :class:`MalformedLine` saying why it is not one. NaN and
-    Infinity (Python's json writes them) become null: a page's JSON has neither."""
-    try:
-        record = json.loads(line, parse_constant=lambda _: None, parse_float=_float, parse_int=_int)
-    except MalformedLine:
-        raise
-    except json.JSONDecodeError as e:
-        raise MalformedLine(f"not JSON ({e.msg} at column {e.colno})") from None
-    except UnicodeDecodeError:
-        raise MalformedLine("not JSON (not UTF-8 text)") from None
-    except (ValueError, RecursionError) as e:
-        raise MalformedLine(f"not JSON the viewer can read ({str(e)[:80] or 'nested too deep'})") from None
-    if not isinstance(record, dict):
-        raise MalformedLine(f"not a JSON object (a JSON {type(record).__name__}: {_short(record)})")
-    return record
 
 
 def _objects(record: dict, key: str, what: str) -> list[dict]:
@@ -95,38 +54,11 @@ def _objects(record: dict, key: str, what: str) -> list[dict]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise MalformedLine(f"{key!r} is {_short(value)}, not a list of {what}s")
+        raise MalformedLine(f"{key!r} is {episode_files.short(value)}, not a list of {what}s")
     for k, item in enumerate(value, 1):
         if not isinstance(item, dict):
-            raise MalformedLine(f"{what} {k} of {key!r} is {_short(item)}, not a JSON object")
+            raise MalformedLine(f"{what} {k} of {key!r} is {episode_files.short(item)}, not a JSON object")
     return value
-
-
-def whole_lines(path: str | os.PathLike) -> Iterator[tuple[int, bytes]]:
-    """``(line number, line)`` of each whole line of a file: a last line with no newline yet (a
-    file being written) is left for the next read."""
-    with open(path, "rb") as f:
-        for n, line in enumerate(f, 1):
-            if not line.endswith(b"\n"):
-                return
-            yield n, line
-
-
-def read_lines(path: str | os.PathLike) -> list[dict]:
-    """The whole JSON object lines of a JSONL file (a line cut short, or not an object, is skipped)."""
-    out = []
-    for _, line in whole_lines(path):
-        try:
-            out.append(parse_line(line))
-        except MalformedLine:
-            continue
-    return out
-
-
-def _note(skipped: dict, line: int, why: str) -> None:
-    skipped["count"] += 1
-    if len(skipped["lines"]) < MAX_NOTES:
-        skipped["lines"].append({"line": line, "why": why})
 
 
 def run_episode(record: dict) -> dict:
@@ -141,7 +73,7 @@ def run_episode(record: dict) -> dict:
                       "notes": {k: _text(t[k]) for k in ("parse_error", "chosen_action", "error") if t.get(k)}})
     meta = {k: record.get(k) for k in ("step", "split", "trained", "version", "lag", "seed", "tag", "group_key",
                                        "terminated", "truncated", "cut_by_length", "error")}
-    return {"task_id": str(record.get("task_id", "")), "group": str(record.get("group", "")),
+    return {"task_id": _text(record.get("task_id", ""), ID_LIMIT), "group": _text(record.get("group", ""), ID_LIMIT),
             "success": bool(record.get("success")), "return": number(record.get("return")),
             "system_prompt": _text(record.get("system_prompt")), "instruction": _text(record.get("instruction")),
             "turns": turns, "final_observation": _text(record.get("final_observation")),
@@ -161,7 +93,8 @@ def board_episode(record: dict) -> dict:
              for t, s in enumerate(steps)]
     meta = {k: record.get(k) for k in ("agent", "env", "split", "repeat", "seed", "task_type", "outcome", "turns",
                                        "max_turns", "generated_tokens", "invalid_actions", "error")}
-    return {"task_id": str(record.get("task_id", "")), "group": str(record.get("task_id", "")),
+    task = _text(record.get("task_id", ""), ID_LIMIT)
+    return {"task_id": task, "group": task,
             "success": bool(record.get("success")), "return": number(record.get("prs_return")),
             "system_prompt": "", "instruction": "", "turns": turns,
             "final_observation": _text(steps[-1].get("observation")) if steps else "",
@@ -172,24 +105,67 @@ def _terms(value: Any) -> dict[str, float | None]:
     return {str(k): number(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
-def row(episode: dict, file: str, index: int) -> dict:
+ROW_KEYS = ("file", "id", "task_id", "group", "success", "return", "turns", "advantage", "trained", "tag",
+            "outcome", "agent", "env", "split", "error")
+
+
+class Row(NamedTuple):
+    """What a table shows of an episode, and what its filters read (``ret``: its return); a tuple,
+    so the rows of thousands of episodes stay small."""
+
+    file: str
+    id: int
+    task_id: str
+    group: str
+    success: bool
+    ret: float | None
+    turns: int
+    advantage: float | None
+    trained: Any
+    tag: Any
+    outcome: Any
+    agent: Any
+    env: Any
+    split: Any
+    error: bool
+
+    def as_dict(self) -> dict:
+        """The row as a page reads it."""
+        return dict(zip(ROW_KEYS, self))
+
+
+def _label(value: Any, pool: dict) -> Any:
+    """A row's label: a short scalar as it is (equal strings shared through ``pool``), anything else cut."""
+    if isinstance(value, str):
+        value = value[:ID_LIMIT]
+        return pool.setdefault(value, value)
+    return value if value is None or isinstance(value, (bool, int, float)) else episode_files.short(value)
+
+
+def row(episode: dict, file: str, index: int, pool: dict | None = None) -> Row:
     """What a table shows of an episode, and what its filters read."""
+    pool = {} if pool is None else pool
     meta = episode["meta"]
-    return {"file": file, "id": index, "task_id": episode["task_id"], "group": episode["group"],
-            "success": episode["success"], "return": episode["return"], "turns": len(episode["turns"]),
-            "advantage": episode["advantage"], "trained": meta.get("trained"), "tag": meta.get("tag"),
-            "outcome": meta.get("outcome"), "agent": meta.get("agent"), "env": meta.get("env"),
-            "split": meta.get("split"), "error": bool(meta.get("error"))}
+    return Row(file, index, _label(episode["task_id"], pool), _label(episode["group"], pool), episode["success"],
+               episode["return"], len(episode["turns"]), episode["advantage"],
+               *(_label(meta.get(k), pool) for k in ("trained", "tag", "outcome", "agent", "env", "split")),
+               bool(meta.get("error")))
 
 
 class Source:
-    """One directory given to ``agentgym view``: its files and their episodes, read lazily."""
+    """One directory given to ``agentgym view``: its files and their episodes, read in pages.
+
+    An episode file is scanned when a page first asks for it (:func:`~agentgym.viewer.episode_files.index_file`):
+    its rows are kept in ``cache`` (shared by the sources of one viewer) and one episode is read
+    back from disk when asked for. Safe across the server's threads."""
 
     kind = ""
 
-    def __init__(self, path: str | os.PathLike, name: str):
+    def __init__(self, path: str | os.PathLike, name: str, cache: RowCache | None = None):
         self.path, self.name = Path(path), name
-        self._cache: OrderedDict[str, tuple[tuple[int, int], list[dict], list[dict], dict]] = OrderedDict()
+        self._cache = cache if cache is not None else RowCache()
+        self._lock = threading.Lock()  # one scan of a file at a time; readers of a scanned file never wait
+        self._summaries: dict[str, tuple[tuple[int, int], dict]] = {}
 
     def files(self) -> list[dict]:
         """Its episode files, in order: ``{"file": key, ...}`` with what the key stands for."""
@@ -201,45 +177,71 @@ class Source:
     def _episode(self, record: dict) -> dict:
         raise NotImplementedError
 
-    def _load(self, file: str) -> tuple[list[dict], list[dict], dict]:
+    def _index(self, file: str) -> FileIndex:
         if file not in {f["file"] for f in self.files()}:
             raise SourceError(f"{self.name} has no episode file {file!r}")
-        path = self._path(file)
-        st = path.stat()
-        stamp = (st.st_mtime_ns, st.st_size)
-        hit = self._cache.get(file)
-        if hit is not None and hit[0] == stamp:
-            self._cache.move_to_end(file)
-            return hit[1:]
-        episodes: list[dict] = []
-        skipped: dict = {"count": 0, "lines": []}
-        for n, line in whole_lines(path):
-            try:
-                episodes.append(self._episode(parse_line(line)))
-            except MalformedLine as e:
-                _note(skipped, n, str(e))
-        rows = [row(ep, file, i) for i, ep in enumerate(episodes)]
-        self._cache[file] = (stamp, episodes, rows, skipped)
-        while len(self._cache) > CACHED_FILES:
-            self._cache.popitem(last=False)
-        return episodes, rows, skipped
+        path, key = self._path(file), (str(self.path), file)
+        hit = self._cache.get(key, episode_files.stamp(path))
+        if hit is not None:
+            return hit
+        with self._lock:
+            hit = self._cache.get(key, episode_files.stamp(path))  # scanned by another request while this one waited
+            if hit is not None:
+                return hit
+            pool: dict = {}
+            index = episode_files.index_file(path, lambda record, i: row(self._episode(record), file, i, pool))
+            self._cache.put(key, index)
+            self._summaries[file] = (index.stamp, _summary(index.rows))
+        return index
 
-    def rows(self, file: str) -> list[dict]:
-        return self._load(file)[1]
+    def rows(self, file: str) -> list[Row]:
+        return self._index(file).rows
 
     def skipped(self, file: str) -> dict:
         """The lines of ``file`` that are not episodes: ``{"count": N, "lines": [{"line", "why"}, ...]}``."""
-        return self._load(file)[2]
+        return self._index(file).skipped
+
+    def summary(self, file: str) -> dict:
+        """Episodes, successes, returns and outcomes of ``file``, kept for every file read (a few numbers
+        each), so a board's table and a run's held-out curve do not scan a file again."""
+        hit = self._summaries.get(file)
+        if hit is not None and file in {f["file"] for f in self.files()} and hit[0] == episode_files.stamp(self._path(file)):
+            return hit[1]
+        self._index(file)
+        return self._summaries[file][1]
 
     def episode(self, file: str, index: int) -> dict:
-        episodes = self._load(file)[0]
-        if not 0 <= index < len(episodes):
+        found = self._index(file)
+        if not 0 <= index < len(found.rows):
             raise SourceError(f"{self.name} {file} has no episode {index}")
-        return episodes[index]
+        try:
+            return self._episode(episode_files.read_record(self._path(file), found, index))
+        except MalformedLine:
+            raise SourceError(f"{self.name} {file} changed while it was read: load the page again") from None
+
+    def episodes(self, file: str) -> Iterator[dict]:
+        """Every episode of ``file`` in order, read one at a time."""
+        found = self._index(file)
+        with open(self._path(file), "rb") as f:
+            for offset, length in zip(found.offsets, found.lengths):
+                f.seek(offset)
+                try:
+                    yield self._episode(episode_files.parse_line(f.read(length)))
+                except MalformedLine:
+                    raise SourceError(f"{self.name} {file} changed while it was read: read it again") from None
 
     def describe(self) -> dict:
         """What the source page shows first."""
         return {"kind": self.kind, "name": self.name, "path": str(self.path), "files": self.files()}
+
+
+def _summary(rows: list[Row]) -> dict:
+    returns = [r.ret for r in rows if r.ret is not None]
+    outcomes: dict[str, int] = {}
+    for r in rows:
+        outcomes[str(r.outcome)] = outcomes.get(str(r.outcome), 0) + 1
+    return {"episodes": len(rows), "successes": sum(r.success for r in rows), "return_sum": sum(returns),
+            "returns": len(returns), "outcomes": outcomes}
 
 
 class RunSource(Source):
@@ -267,10 +269,11 @@ class RunSource(Source):
     def _episode(self, record: dict) -> dict:
         return run_episode(record)
 
-    def metrics(self) -> list[dict]:
-        """The rows of ``metrics.jsonl`` (a partial or broken line skipped)."""
+    def metrics(self) -> Iterator[dict]:
+        """The rows of ``metrics.jsonl``, one at a time (a partial, broken or too long line skipped)."""
         path = self.path / "metrics.jsonl"
-        return read_lines(path) if path.is_file() else []
+        if path.is_file():
+            yield from episode_files.records(path)
 
     def describe(self) -> dict:
         out = super().describe()
@@ -290,9 +293,9 @@ class RunSource(Source):
         out: dict[str, list[list[float]]] = {}
         for f in self.files():
             if f["eval"]:
-                rows = self.rows(f["file"])
-                if rows:
-                    out.setdefault(f["split"], []).append([f["step"], sum(r["success"] for r in rows) / len(rows)])
+                done = self.summary(f["file"])
+                if done["episodes"]:
+                    out.setdefault(f["split"], []).append([f["step"], done["successes"] / done["episodes"]])
         return out
 
 
@@ -330,14 +333,12 @@ class BoardSource(Source):
         """Per agent, env and split: episodes, success rate, mean return, outcomes."""
         out = []
         for f in self.files():
-            rows = self.rows(f["file"])
-            returns = [r["return"] for r in rows if r["return"] is not None]
-            outcomes: dict[str, int] = {}
-            for r in rows:
-                outcomes[str(r["outcome"])] = outcomes.get(str(r["outcome"]), 0) + 1
-            out.append({**{k: f[k] for k in ("file", "agent", "env", "split")}, "episodes": len(rows),
-                        "success": sum(r["success"] for r in rows) / len(rows) if rows else None,
-                        "return": sum(returns) / len(returns) if returns else None, "outcomes": outcomes})
+            done = self.summary(f["file"])
+            n = done["episodes"]
+            out.append({**{k: f[k] for k in ("file", "agent", "env", "split")}, "episodes": n,
+                        "success": done["successes"] / n if n else None,
+                        "return": done["return_sum"] / done["returns"] if done["returns"] else None,
+                        "outcomes": done["outcomes"]})
         return out
 
     def describe(self) -> dict:
@@ -346,23 +347,24 @@ class BoardSource(Source):
         return out
 
 
-def open_source(path: str | os.PathLike, name: str | None = None) -> Source:
+def open_source(path: str | os.PathLike, name: str | None = None, cache: RowCache | None = None) -> Source:
     """The run or board at ``path``; a :class:`SourceError` naming what it lacks otherwise."""
     p = Path(path)
     name = name or p.resolve().name or str(p)
     if not p.is_dir():
         raise SourceError(f"{path} is not a directory")
     if (p / "blocks").is_dir():
-        return BoardSource(p, name)
+        return BoardSource(p, name, cache)
     if (p / "metrics.jsonl").is_file() or (p / EPISODES_DIR).is_dir() or (p / "checkpoints").is_dir():
-        return RunSource(p, name)
+        return RunSource(p, name, cache)
     raise SourceError(f"{path} is neither a training run (metrics.jsonl, episodes/) nor a leaderboard directory "
                       f"(blocks/, episodes/)")
 
 
 def open_sources(paths: list[str]) -> list[Source]:
     """Every directory as a source, each with a distinct name (its folder's, numbered when two clash)."""
-    sources = [open_source(p) for p in paths]
+    cache = RowCache()
+    sources = [open_source(p, cache=cache) for p in paths]
     seen: dict[str, int] = {}
     for s in sources:
         n = seen[s.name] = seen.get(s.name, 0) + 1

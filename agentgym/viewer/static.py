@@ -65,9 +65,19 @@ def write_static(sources: Sequence[Source], out: str | os.PathLike) -> Written:
             rows = [{k: v for k, v in r.items() if k == "step" or number(v) is not None} for r in s.metrics()]
             total += _script(out / "data" / f"s{i}" / "metrics.js", f"s{i}/metrics", rows)
         for k, f in enumerate(info["files"]):
-            episodes = [s.episode(f["file"], n) for n in range(len(s.rows(f["file"])))]
             notes = skipped_lines(s, [f["file"]])
             skipped += notes["count"]
-            total += _script(out / "data" / f"s{i}" / f"f{k}.js", f"s{i}/f{k}",
-                             {"rows": s.rows(f["file"]), "episodes": episodes, "skipped": notes})
+            total += _episodes_script(out / "data" / f"s{i}" / f"f{k}.js", f"s{i}/f{k}", s, f["file"], notes)
     return Written(total, skipped)
+
+
+def _episodes_script(path: Path, key: str, s: Source, file: str, notes: dict) -> int:
+    """An episode file's data script, written one episode at a time (a file is never held whole)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(b'window.AGV_DATA["' + key.encode() + b'"] = {"rows":' + to_json([r.as_dict() for r in s.rows(file)])
+                + b',"skipped":' + to_json(notes) + b',"episodes":[')
+        for n, episode in enumerate(s.episodes(file)):
+            f.write((b"," if n else b"") + to_json(episode))
+        f.write(b"]};\n")
+        return f.tell()
