@@ -155,6 +155,9 @@ def test_failing_the_task_terminates_without_success(env):
     assert term and not trunc and info["success"] is False
     assert info["score"] < 0 and info["reward_terms"]["progress"] == 0.0
     assert info["metrics"]["success"] == 0.0
+    # the episode's score as ScienceWorld results give it, 0-100: the engine's -100 for a failed task counts 0
+    # (a board's mean score printed -100); the engine's own final score beside it
+    assert info["metrics"]["score"] == 0.0 and info["metrics"]["engine_score"] == info["score"] == -100
 
 
 def test_ambiguous_commands_offer_the_choice_numbers(env):

@@ -85,7 +85,10 @@ class ScienceWorldEnv(AgentEnv):
     ``progress`` (the engine's score / 100, clipped to [0, 1]) and ``success`` (the task was
     completed). Each step pays the change of the PRS return, so an episode's rewards sum to
     ``0.1 * format + gate(format == 1) * (0.1 * valid + 0.3 * progress + 0.5 * success)``.
-    ``reward_mode="binary"`` pays 1 on success at the end and 0 otherwise.
+    ``reward_mode="binary"`` pays 1 on success at the end and 0 otherwise. ``info["score"]`` is the
+    engine's score after each step (-100 to 100: -100 when the task failed). At the end,
+    ``info["metrics"]["score"]`` is the episode's score as ScienceWorld results give it, 0 to 100 (a
+    failed task counts 0), and ``info["metrics"]["engine_score"]`` the engine's final one.
 
     ## Episode End
 
@@ -319,7 +322,9 @@ class ScienceWorldEnv(AgentEnv):
         return list(self._valid_cache[1])
 
     def _episode_metrics(self, success: bool) -> dict[str, float]:
-        return {"score": float(self._score)}
+        # a failed task's -100 is a failure flag, not a measure: averaged in, it would pull a mean score
+        # below any episode's progress
+        return {"score": float(max(self._score, 0)), "engine_score": float(self._score)}
 
 
 def _norm(command: str) -> str:
