@@ -6,7 +6,9 @@
 
 A run is a trainer's --output-dir (metrics.jsonl, and episodes/ with --log-episodes); a board is an
 `agentgym leaderboard --out` directory. The page is served on 127.0.0.1 at a free port (--port to
-choose one) until Ctrl-C; it needs no network: its script and styles are its own.
+choose one) until Ctrl-C; it needs no network: its script and styles are its own. --static writes
+into a new or empty folder, or over a site it wrote before, and names each source by its folder's
+name, not its path.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import sys
 
 from agentgym.output_paths import OutputPathError, check_output_dir, disk_full, disk_full_message
 from agentgym.viewer.sources import SourceError, open_sources
+from agentgym.viewer.static import SiteFolderError, check_site_folder, write_static
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,14 +40,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sources = open_sources(args.dirs)
         if args.static is not None:
+            check_site_folder(args.static)
             check_output_dir(args.static, "--static")
-    except (SourceError, OutputPathError) as e:
+    except (SourceError, OutputPathError, SiteFolderError) as e:
         parser.exit(2, f"agentgym view: error: {e}\n")
     if args.static is not None:
-        from agentgym.viewer.static import write_static
-
         try:
             written = write_static(sources, args.static)
+        except SourceError as e:  # a run still training rewrote a file while it was copied
+            parser.exit(1, f"agentgym view: error: {e}\n")
         except OSError as e:
             if not disk_full(e):
                 raise
@@ -55,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"agentgym view: skipped {written.skipped_lines} malformed line"
                   f"{'s' if written.skipped_lines != 1 else ''} of the episode files (not episodes; each "
                   "step's page names them)")
+        if written.left_out:
+            print(f"agentgym view: left out {written.left_out} file{'s' if written.left_out != 1 else ''} linked "
+                  "from outside the directories given (each source's page names them)")
         return 0
     from agentgym.viewer.server import make_server
 

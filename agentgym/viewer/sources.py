@@ -163,13 +163,30 @@ class Source:
 
     def __init__(self, path: str | os.PathLike, name: str, cache: RowCache | None = None):
         self.path, self.name = Path(path), name
+        self._root = self.path.resolve()
         self._cache = cache if cache is not None else RowCache()
         self._lock = threading.Lock()  # one scan of a file at a time; readers of a scanned file never wait
         self._summaries: dict[str, tuple[tuple[int, int], dict]] = {}
 
     def files(self) -> list[dict]:
         """Its episode files, in order: ``{"file": key, ...}`` with what the key stands for."""
+        return self._scan()[0]
+
+    def _scan(self) -> tuple[list[dict], list[dict]]:
+        """Its episode files, and the files it leaves out: ``{"file": path in the directory, "why": ...}``."""
         raise NotImplementedError
+
+    def _outside(self, path: Path, link: bool) -> str | None:
+        """Why the file at ``path`` is not read, when it leads out of this directory (``link``: it is a
+        link, or lies in a folder that may be one), else None. A link out of a run could put any
+        file of the machine on a page, or into a --static site someone else reads."""
+        if not link:
+            return None
+        try:
+            inside = path.resolve().is_relative_to(self._root)
+        except (OSError, RuntimeError):  # a loop of links
+            inside = False
+        return None if inside else f"a link to a file outside the {self.kind}"
 
     def _path(self, file: str) -> Path:
         raise NotImplementedError
@@ -232,7 +249,8 @@ class Source:
 
     def describe(self) -> dict:
         """What the source page shows first."""
-        return {"kind": self.kind, "name": self.name, "path": str(self.path), "files": self.files()}
+        files, left_out = self._scan()
+        return {"kind": self.kind, "name": self.name, "path": str(self.path), "files": files, "left_out": left_out}
 
 
 def _summary(rows: list[Row]) -> dict:
@@ -249,19 +267,30 @@ class RunSource(Source):
 
     kind = "run"
 
-    def files(self) -> list[dict]:
+    def _scan(self) -> tuple[list[dict], list[dict]]:
         folder = self.path / EPISODES_DIR
-        out = []
+        out, left_out = [], []
         if folder.is_dir():
-            for p in folder.iterdir():
-                step = file_step(p.name)
-                if step is None or not p.is_file():
-                    continue
-                evaluation = p.name.startswith("eval_")
-                split = p.name[len(f"eval_step_{step}_"):-len(".jsonl")] if evaluation else "train"
-                out.append({"file": p.name[:-len(".jsonl")], "step": step, "split": split, "eval": evaluation,
-                            "bytes": p.stat().st_size})
-        return sorted(out, key=lambda f: (f["eval"], f["split"], f["step"]))
+            linked = self._outside(folder, folder.is_symlink()) is not None
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    step = file_step(entry.name)
+                    if step is None:
+                        continue
+                    why = self._outside(Path(entry.path), linked or entry.is_symlink())
+                    if why:
+                        left_out.append({"file": f"{EPISODES_DIR}/{entry.name}", "why": why})
+                        continue
+                    if not entry.is_file():
+                        continue
+                    evaluation = entry.name.startswith("eval_")
+                    split = entry.name[len(f"eval_step_{step}_"):-len(".jsonl")] if evaluation else "train"
+                    out.append({"file": entry.name[:-len(".jsonl")], "step": step, "split": split, "eval": evaluation,
+                                "bytes": entry.stat().st_size})
+        metrics = self.path / "metrics.jsonl"
+        if self._outside(metrics, metrics.is_symlink()):
+            left_out.append({"file": "metrics.jsonl", "why": self._outside(metrics, True)})
+        return sorted(out, key=lambda f: (f["eval"], f["split"], f["step"])), left_out
 
     def _path(self, file: str) -> Path:
         return self.path / EPISODES_DIR / f"{file}.jsonl"
@@ -272,7 +301,7 @@ class RunSource(Source):
     def metrics(self) -> Iterator[dict]:
         """The rows of ``metrics.jsonl``, one at a time (a partial, broken or too long line skipped)."""
         path = self.path / "metrics.jsonl"
-        if path.is_file():
+        if path.is_file() and not self._outside(path, path.is_symlink()):
             yield from episode_files.records(path)
 
     def describe(self) -> dict:
@@ -304,24 +333,31 @@ class BoardSource(Source):
 
     kind = "board"
 
-    def _blocks(self) -> dict[str, dict]:
-        out = {}
+    def _scan(self) -> tuple[list[dict], list[dict]]:
+        out, left_out = [], []
         folder = self.path / "blocks"
+        linked = {name: self._outside(self.path / name, (self.path / name).is_symlink()) is not None
+                  for name in ("blocks", EPISODES_DIR)}
         for p in sorted(folder.iterdir()) if folder.is_dir() else []:
             if p.suffix != ".json":
+                continue
+            why = self._outside(p, linked["blocks"] or p.is_symlink())
+            if why:
+                left_out.append({"file": f"blocks/{p.name}", "why": why})
                 continue
             try:
                 data = json.loads(p.read_text(encoding="utf-8"))
                 block = Block(agent=str(data["agent"]), env=str(data["env"]), split=str(data["split"]))
             except (ValueError, KeyError, TypeError, OSError):
                 continue
-            if (self.path / EPISODES_DIR / f"{block.slug}.jsonl").is_file():
-                out[block.slug] = {"agent": block.agent, "env": block.env, "split": block.split}
-        return out
-
-    def files(self) -> list[dict]:
-        return [{"file": slug, **who, "bytes": (self.path / EPISODES_DIR / f"{slug}.jsonl").stat().st_size}
-                for slug, who in self._blocks().items()]
+            episodes = self.path / EPISODES_DIR / f"{block.slug}.jsonl"
+            why = self._outside(episodes, linked[EPISODES_DIR] or episodes.is_symlink())
+            if why:
+                left_out.append({"file": f"{EPISODES_DIR}/{episodes.name}", "why": why})
+            elif episodes.is_file():
+                out.append({"file": block.slug, "agent": block.agent, "env": block.env, "split": block.split,
+                            "bytes": episodes.stat().st_size})
+        return out, left_out
 
     def _path(self, file: str) -> Path:
         return self.path / EPISODES_DIR / f"{file}.jsonl"

@@ -116,7 +116,7 @@ def test_static_pages_hold_every_file_as_a_script_of_data(tmp_path, capsys):
     out = tmp_path / "site"
     assert cli_main(["view", str(run), str(_board(tmp_path / "board")), "--static", str(out)]) == 0
     assert "open" in capsys.readouterr().out
-    assert sorted(p.name for p in out.iterdir()) == ["app.css", "app.js", "data", "index.html"]
+    assert sorted(p.name for p in out.iterdir()) == ["agentgym-view.json", "app.css", "app.js", "data", "index.html"]
     assert "Content-Security-Policy" in (out / "index.html").read_text()
     files = sorted(p.name for p in (out / "data" / "s0").iterdir())
     assert files == ["f0.js", "f1.js", "metrics.js", "source.js"]

@@ -49,6 +49,8 @@ def dirs(tmp_path_factory):
     hostile = hostile_run(root / "hostile")
     with open(hostile / "episodes" / "step_1.jsonl", "a") as f:
         f.write('{"task_id": "five turns", "turns": 5}\n{"task_id": "huge", "return": 1e999}\n')
+    (root / "private.jsonl").write_text('{"task_id": "private"}\n')
+    (hostile / "episodes" / "step_2.jsonl").symlink_to(root / "private.jsonl")  # out of the run: left out
     return {"run": root / "run", "board": root / "board", "hostile": hostile,
             "large": large_run(root / "large", 3000), "root": root}
 
@@ -202,6 +204,8 @@ def test_hostile_text_is_shown_as_text_and_never_run(page, viewer):
     assert 100_000 < len(text) < 100_200 and f"[cut for display: {len(HUGE_REPLY)} chars in all]" in text
     _show(page, "#/group/2?file=step_1&group=0")
     assert page.evaluate("window.pwned") is None and page.errors == []
+    _show(page, "#/src/2")
+    assert page.inner_text("#left-out") == "left out: \nepisodes/step_2.jsonl: a link to a file outside the run"
 
 
 @pytest.mark.slow
@@ -234,6 +238,9 @@ def test_static_pages_open_from_disk(page, dirs):
     _click(page, "#rows a.open")
     _show(page, "#/episodes/2?file=step_1")
     assert page.inner_text("#skipped").startswith("2 lines skipped")
+    _show(page, "#/src/2")
+    assert "episodes/step_2.jsonl: a link to a file outside the run" in page.inner_text("#left-out")
+    assert str(dirs["root"]) not in page.content()  # a shared site names its sources, never their paths
     _show(page, "#/episode/2?file=step_1&id=0")
     assert "\u241b[31mred alert" in page.locator("pre.obs").first.inner_text()
     assert page.evaluate("window.pwned") is None and page.errors == []

@@ -310,6 +310,10 @@ async function pageHome(box) {
 async function pageSource(i, box) {
   const s = await api("source", { src: i });
   box.append(el("h2", { text: `${s.name} (${s.kind})` }), el("p", { class: "dim", text: s.path }));
+  if (s.left_out && s.left_out.length) {
+    box.append(el("div", { class: "note", id: "left-out" }, el("b", { text: "left out: " }),
+      ...s.left_out.map((f) => el("div", { text: `${f.file}: ${f.why}` }))));
+  }
   if (s.kind === "run") {
     const train = s.files.filter((f) => !f.eval), evals = s.files.filter((f) => f.eval);
     box.append(el("p", {}, train.length ? link(`#/episodes/${i}?${query({ file: train[train.length - 1].file })}`,
