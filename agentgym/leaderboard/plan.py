@@ -25,6 +25,7 @@ from typing import Any
 from agentgym.envs.base import AgentEnv
 from agentgym.envs.env_ids import env_creator
 from agentgym.envs.task_refs import task_list_hash
+from agentgym.leaderboard.agents import BOARD_KWARGS, SCORING_KWARGS
 from agentgym.leaderboard.calls import describe
 from agentgym.leaderboard.errors import BoardError
 from agentgym.leaderboard.specs import check_spec, split_name
@@ -158,18 +159,23 @@ def _agent_error(agent, env_id: str, kwargs: dict, split: str | None) -> str | N
         return describe(e)
     if not extra:
         return None
+    scoring = sorted(SCORING_KWARGS & set(extra))
+    if scoring:
+        return (f"its env_kwargs set {scoring[0]!r}, which decides how episodes are scored: the board sets it "
+                f"(--env-kwargs), the same for every agent")
     merged = {**kwargs, **extra, **({"split": split} if split is not None else {})}
     error = _make_error(env_id, merged)
     return None if error is None else _why(env_id, extra, error, "its env_kwargs")
 
 
 def _trained_env_kwargs(agent, env_id: str) -> dict:
-    """The env settings ``agent`` was trained with on ``env_id`` (a checkpoint's record), or {}."""
+    """The env settings ``agent`` was trained with on ``env_id`` (a checkpoint's record), or {},
+    less those the board chooses (:data:`BOARD_KWARGS`: which tasks, and how they are scored)."""
     method = getattr(agent, "trained_env_kwargs", None)
     trained = method(env_id) if callable(method) else {}
     if not isinstance(trained, dict):
         raise TypeError(f"expected a dict, got {type(trained).__name__}")
-    return dict(trained)
+    return {k: v for k, v in trained.items() if k not in BOARD_KWARGS}
 
 
 def plan_blocks(agents, env_ids, splits, env_kwargs: dict, repeats: int = 1, select=None,

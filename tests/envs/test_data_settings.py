@@ -177,6 +177,7 @@ def test_a_board_scores_a_checkpoint_by_the_boards_rules(planted_checkpoint, tmp
     (model / "agentgym_sft.json").write_text(json.dumps(
         {"recipe": {"env_id": "ToolQA-v0", "env_kwargs": {"success_threshold": 0, "judge": "openai",
                                                          "judge_kwargs": {"base_url": "http://x"},
+                                                         "prs_weights": [1, 0, 0], "tau_fmt": 0.0, "prs_stage": 0,
                                                          "max_turns": 2, "top_k": 1}}}))
     agent = PolicyAgent(policy=None, name="dl", checkpoint=str(model))
     assert agent.trained_env_kwargs("ToolQA-v0") == {"top_k": 1}

@@ -140,3 +140,24 @@ class CloseRaises(Agent):
 
     def close(self):
         raise RuntimeError("close is broken")
+
+
+class TrainedWithOtherWeights(Agent):
+    """The expert, recording that it was trained with its own PRS weights, gate and stage."""
+
+    env_kwargs = {"expert": True}
+
+    def trained_env_kwargs(self, env_id):
+        return {"prs_weights": [1.0, 0.0, 0.0], "tau_fmt": 0.0, "prs_stage": 0, "top_k": 1}
+
+    def act(self, episodes):
+        return [ep.info["expert_action"] for ep in episodes]
+
+
+class ScoresItself(Agent):
+    """The expert, asking the board to weigh its reward terms its own way."""
+
+    env_kwargs = {"expert": True, "prs_weights": [1.0, 0.0, 0.0]}
+
+    def act(self, episodes):
+        return [ep.info["expert_action"] for ep in episodes]
