@@ -111,32 +111,33 @@ def curve(sources: Sequence[Source], params: Mapping[str, str]) -> dict:
     return {"key": key, "points": s.curve(key)}
 
 
-def _files(s: Source, params: Mapping[str, str]) -> list[str]:
-    """The files a request reads: the one named, or a board's blocks that pass its filters."""
+def _files(s: Source, params: Mapping[str, str]) -> tuple[list[str], bool]:
+    """The files a request reads: the one named, or a board's blocks that pass its filters (then
+    True: they were just listed)."""
     if params.get("file"):
-        return [params["file"]]
+        return [params["file"]], False
     if isinstance(s, BoardSource):
         return [f["file"] for f in s.files()
-                if all(not params.get(k) or f[k] == params[k] for k in ("agent", "env", "split"))]
+                if all(not params.get(k) or f[k] == params[k] for k in ("agent", "env", "split"))], True
     raise SourceError("missing parameter 'file' (a run's episodes are read one step at a time)")
 
 
 def episodes(sources: Sequence[Source], params: Mapping[str, str]) -> dict:
     s = source_of(sources, params)
     offset, limit = _int(params, "offset", 0), min(_int(params, "limit", PAGE, least=1), MAX_PAGE)
-    files = _files(s, params)
-    rows = [r for f in files for r in s.rows(f)]
+    files, listed = _files(s, params)
+    rows = [r for f in files for r in s.rows(f, listed)]
     matched = filter_rows(rows, params)
     return {"total": len(matched), "all": len(rows), "offset": offset, "limit": limit,
             "rows": [r.as_dict() for r in matched[offset:offset + limit]],
-            "groups": list(dict.fromkeys(r.group for r in rows))[:MAX_CHOICES], "skipped": skipped(s, files)}
+            "groups": list(dict.fromkeys(r.group for r in rows))[:MAX_CHOICES], "skipped": skipped(s, files, listed)}
 
 
-def skipped(s: Source, files: Sequence[str]) -> dict:
+def skipped(s: Source, files: Sequence[str], listed: bool = False) -> dict:
     """The lines of ``files`` that are not episodes, counted and (the first of them) named with their file."""
     out: dict = {"count": 0, "lines": []}
     for f in files:
-        notes = s.skipped(f)
+        notes = s.skipped(f, listed)
         out["count"] += notes["count"]
         out["lines"] += [{"file": f, **n} for n in notes["lines"]][:max(0, MAX_NOTES - len(out["lines"]))]
     return out

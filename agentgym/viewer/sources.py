@@ -194,8 +194,11 @@ class Source:
     def _episode(self, record: dict) -> dict:
         raise NotImplementedError
 
-    def _index(self, file: str) -> FileIndex:
-        if file not in {f["file"] for f in self.files()}:
+    def _index(self, file: str, listed: bool = False) -> FileIndex:
+        """``file``'s index, scanned when it is not kept or the file changed. ``listed``: the caller
+        took ``file`` from :meth:`files` just now, so the directory is not listed again (a board
+        lists its blocks by reading each)."""
+        if not listed and file not in {f["file"] for f in self.files()}:
             raise SourceError(f"{self.name} has no episode file {file!r}")
         path, key = self._path(file), (str(self.path), file)
         hit = self._cache.get(key, episode_files.stamp(path))
@@ -211,20 +214,21 @@ class Source:
             self._summaries[file] = (index.stamp, _summary(index.rows))
         return index
 
-    def rows(self, file: str) -> list[Row]:
-        return self._index(file).rows
+    def rows(self, file: str, listed: bool = False) -> list[Row]:
+        return self._index(file, listed).rows
 
-    def skipped(self, file: str) -> dict:
+    def skipped(self, file: str, listed: bool = False) -> dict:
         """The lines of ``file`` that are not episodes: ``{"count": N, "lines": [{"line", "why"}, ...]}``."""
-        return self._index(file).skipped
+        return self._index(file, listed).skipped
 
-    def summary(self, file: str) -> dict:
+    def summary(self, file: str, listed: bool = False) -> dict:
         """Episodes, successes, returns and outcomes of ``file``, kept for every file read (a few numbers
         each), so a board's table and a run's held-out curve do not scan a file again."""
         hit = self._summaries.get(file)
-        if hit is not None and file in {f["file"] for f in self.files()} and hit[0] == episode_files.stamp(self._path(file)):
+        if hit is not None and (listed or file in {f["file"] for f in self.files()}) \
+                and hit[0] == episode_files.stamp(self._path(file)):
             return hit[1]
-        self._index(file)
+        self._index(file, listed)
         return self._summaries[file][1]
 
     def episode(self, file: str, index: int) -> dict:
@@ -236,9 +240,9 @@ class Source:
         except MalformedLine:
             raise SourceError(f"{self.name} {file} changed while it was read: load the page again") from None
 
-    def episodes(self, file: str) -> Iterator[dict]:
+    def episodes(self, file: str, listed: bool = False) -> Iterator[dict]:
         """Every episode of ``file`` in order, read one at a time."""
-        found = self._index(file)
+        found = self._index(file, listed)
         with open(self._path(file), "rb") as f:
             for offset, length in zip(found.offsets, found.lengths):
                 f.seek(offset)
@@ -322,7 +326,7 @@ class RunSource(Source):
         out: dict[str, list[list[float]]] = {}
         for f in self.files():
             if f["eval"]:
-                done = self.summary(f["file"])
+                done = self.summary(f["file"], listed=True)
                 if done["episodes"]:
                     out.setdefault(f["split"], []).append([f["step"], done["successes"] / done["episodes"]])
         return out
@@ -369,7 +373,7 @@ class BoardSource(Source):
         """Per agent, env and split: episodes, success rate, mean return, outcomes."""
         out = []
         for f in self.files():
-            done = self.summary(f["file"])
+            done = self.summary(f["file"], listed=True)
             n = done["episodes"]
             out.append({**{k: f[k] for k in ("file", "agent", "env", "split")}, "episodes": n,
                         "success": done["successes"] / n if n else None,

@@ -132,7 +132,7 @@ def write_static(sources: Sequence[Source], out: str | os.PathLike) -> Written:
             rows = [{k: v for k, v in r.items() if k == "step" or number(v) is not None} for r in s.metrics()]
             total += _script(out / "data" / f"s{i}" / "metrics.js", f"s{i}/metrics", rows)
         for k, f in enumerate(info["files"]):
-            notes = skipped_lines(s, [f["file"]])
+            notes = skipped_lines(s, [f["file"]], listed=True)
             skipped += notes["count"]
             total += _episodes_script(out / "data" / f"s{i}" / f"f{k}.js", f"s{i}/f{k}", s, f["file"], notes)
     return Written(total, skipped, left_out)
@@ -142,9 +142,10 @@ def _episodes_script(path: Path, key: str, s: Source, file: str, notes: dict) ->
     """An episode file's data script, written one episode at a time (a file is never held whole)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "xb") as f:
-        f.write(b'window.AGV_DATA["' + key.encode() + b'"] = {"rows":' + to_json([r.as_dict() for r in s.rows(file)])
+        rows = [r.as_dict() for r in s.rows(file, listed=True)]
+        f.write(b'window.AGV_DATA["' + key.encode() + b'"] = {"rows":' + to_json(rows)
                 + b',"skipped":' + to_json(notes) + b',"episodes":[')
-        for n, episode in enumerate(s.episodes(file)):
+        for n, episode in enumerate(s.episodes(file, listed=True)):
             f.write((b"," if n else b"") + to_json(episode))
         f.write(b"]};\n")
         return f.tell()
