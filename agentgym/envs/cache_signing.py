@@ -5,14 +5,19 @@ from, so an entry read back must be one this user wrote for that key. :class:`Si
 cache folder's entries as ``ROOT/KEY[:2]/KEY.UID<suffix>`` (each user's under names of their own, so
 users sharing a folder do not overwrite each other's), each an HMAC-SHA256 followed by the entry's
 bytes. The HMAC is of the entry's purpose (which cache and format), its key and its bytes, under a
-secret only this user can read: ``ROOT/.secret-UID``, 32 random bytes made on first use, mode 0600.
+secret only this user can read: 32 random bytes made on first use, mode 0600, kept in the user's own
+state folder (:func:`secret_path`: ``$XDG_STATE_HOME/agentgym/cache-secret-UID``, by default under
+``~/.local/state``), never in a cache folder, so a cache folder copied from someone else brings no
+secret its entries verify under.
 
 An entry that does not verify (corrupt, truncated, written by another user or machine, copied in
 from elsewhere, made for another key) is refused before anything looks inside it: the caller never
 decompresses or parses it, counts a miss and writes the entry again. So is one that is not a regular
-file or is larger than its cache allows (nothing is read from it). A secret file that is not this
-user's own private regular file means no cache (nothing is kept or read), as does a folder that
-cannot be written. :func:`decompress_bounded` inflates a verified entry within a size cap.
+file or is larger than its cache allows (nothing is read from it). A secret that is not this user's
+own private, readable regular file of 32 bytes (a folder, a FIFO, a link, a file others can read)
+or that cannot be made means no cache (nothing is kept or read, each entry is made anew), with one
+warning that names it; so does a cache folder that cannot be written.
+:func:`decompress_bounded` inflates a verified entry within a size cap.
 
 Writers write a temporary file in the same folder and rename it into place, so a reader sees a whole
 entry or none, and concurrent writers of one entry do not disturb each other.
@@ -25,6 +30,7 @@ import hmac
 import os
 import stat
 import tempfile
+import warnings
 import zlib
 
 SECRET_BYTES = 32
@@ -41,6 +47,12 @@ def user_id() -> int:
     return os.getuid() if hasattr(os, "getuid") else 0
 
 
+def secret_path() -> str:
+    """Where this user's cache secret lives: the user's state folder, outside every cache folder."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(state, "agentgym", f"cache-secret-{user_id()}")
+
+
 class SignedEntries:
     """The signed entries of one cache folder. ``purpose`` names the cache and its entry format
     (e.g. ``"agentgym-scienceworld-reset/2"``): an entry signed for one purpose never verifies for
@@ -55,11 +67,11 @@ class SignedEntries:
         return os.path.join(self.root, key[:2], f"{key}.{user_id()}{self.suffix}")
 
     def secret(self) -> bytes | None:
-        """This user's secret for the folder, made on first use; None when the folder cannot be
-        written or the secret file is not this user's private file (then nothing is kept or read)."""
+        """This user's secret (:func:`secret_path`), made on first use; None when it cannot be made or
+        is not this user's private regular file (then nothing is kept or read)."""
         if not self._secret_tried:
             self._secret_tried = True
-            self._secret = load_secret(os.path.join(self.root, f".secret-{user_id()}"))
+            self._secret = load_secret(secret_path())
         return self._secret
 
     def _mac(self, key: str, blob: bytes) -> bytes:
@@ -115,12 +127,12 @@ class SignedEntries:
 
 def load_secret(path: str) -> bytes | None:
     """The secret in ``path``, made there first if absent (a private temporary file linked into
-    place, so concurrent first users agree on one); None if it cannot be made or is not this user's
-    private regular file."""
+    place, so concurrent first users agree on one); None, with one warning, if it cannot be made or
+    is not this user's private, readable regular file of :data:`SECRET_BYTES` bytes."""
     if not os.path.lexists(path):
         tmp = None
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-secret-", dir=os.path.dirname(path))  # mode 0600
             with os.fdopen(fd, "wb") as f:
                 f.write(os.urandom(SECRET_BYTES))
@@ -133,17 +145,36 @@ def load_secret(path: str) -> bytes | None:
                     os.unlink(tmp)
                 except OSError:
                     pass
+    try:  # never blocks (a FIFO), never follows a link, never opens a folder as a file
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        return _no_secret(path, f"cannot be made or opened ({e.strerror})")
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        foreign = hasattr(os, "getuid") and info.st_uid != user_id()
-        if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077 or foreign:
-            return None
-        secret = f.read(SECRET_BYTES + 1)
-    return secret if len(secret) == SECRET_BYTES else None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return _no_secret(path, "is not a regular file")
+        if hasattr(os, "getuid") and info.st_uid != user_id():
+            return _no_secret(path, "belongs to another user")
+        if info.st_mode & 0o077:
+            return _no_secret(path, "can be read or written by other users")
+        secret = os.read(fd, SECRET_BYTES + 1)
+    except OSError as e:
+        return _no_secret(path, f"cannot be read ({e.strerror})")
+    finally:
+        os.close(fd)
+    return secret if len(secret) == SECRET_BYTES else _no_secret(path, f"does not hold {SECRET_BYTES} bytes")
+
+
+_WARNED: set[str] = set()
+
+
+def _no_secret(path: str, why: str) -> None:
+    if path not in _WARNED:
+        _WARNED.add(path)
+        warnings.warn(f"agentgym's cache secret {path} {why}: the engine caches keep and read nothing (each game "
+                      f"is translated, each reset replayed, anew); remove it and agentgym makes a new one",
+                      RuntimeWarning, stacklevel=3)
+    return None
 
 
 def decompress_bounded(blob: bytes, max_bytes: int) -> bytes:

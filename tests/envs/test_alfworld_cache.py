@@ -6,6 +6,7 @@ import multiprocessing
 import os
 import random
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -192,7 +193,9 @@ def test_an_entry_made_elsewhere_is_not_trusted_and_cannot_end_the_process(games
     bad = translate(data)
     bad["task"]["sas"] = damage(bad["task"]["sas"])
     assert bad["task"]["sas"] != translate(data)["task"]["sas"]
-    assert TranslationCache(str(tmp_path / "elsewhere")).put(data, bad)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(tmp_path / "someone-else"))  # their secret, not this user's
+        assert TranslationCache(str(tmp_path / "elsewhere")).put(data, bad)
     (foreign,) = _entries(str(tmp_path / "elsewhere"))
     shutil.copyfile(foreign, entry)
     out = subprocess.run([sys.executable, "-c", PLAY_LOOK, cache_dir, files[0]], capture_output=True, text=True,
@@ -205,22 +208,88 @@ def test_an_entry_made_elsewhere_is_not_trusted_and_cannot_end_the_process(games
     assert open(entry, "rb").read() != open(foreign, "rb").read()  # and rewritten
 
 
-def test_a_secret_others_can_read_means_no_cache_and_the_game_still_plays(games, tmp_path):
+def _spoil(secret: Path, kind: str) -> None:
+    """Make this user's secret something that is not a private regular file of 32 bytes."""
+    if kind == "readable":
+        secret.chmod(0o644)
+        return
+    secret.unlink()
+    if kind == "folder":
+        secret.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(secret)
+    elif kind == "link":
+        (secret.parent / "elsewhere").write_bytes(os.urandom(32))
+        secret.symlink_to(secret.parent / "elsewhere")
+    elif kind == "short":
+        secret.write_bytes(b"x")
+        secret.chmod(0o600)
+
+
+SPOILED_PLAY = """
+import json, sys, warnings
+from agentgym.envs.alfworld.engine import make_engine
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for cache_dir in sys.argv[1:3]:
+        engine, _ = make_engine(expert=False, cache=cache_dir)
+        for game in sys.argv[3:]:
+            engine.load(game)
+            state = engine.reset()
+        engine.close()
+print(json.dumps({"feedback": state.feedback, "hits": engine.unwrapped.cache.hits,
+                  "warnings": [str(w.message) for w in caught]}))
+"""
+
+
+@pytest.mark.parametrize("kind", ["readable", "folder", "fifo", "link", "short"])
+def test_a_secret_that_is_not_a_private_file_means_no_cache_one_warning_and_the_game_still_plays(games, tmp_path,
+                                                                                                kind):
+    import subprocess
+
     _, files = games
+    state = tmp_path / "state"
+    env = {**os.environ, "XDG_STATE_HOME": str(state)}
     cache_dir = tmp_path / "cache"
     engine, _ = make_engine(expert=False, cache=str(cache_dir))
-    engine.load(files[0])
-    first = _seen(engine.reset())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(state))
+        engine.load(files[0])
+        first = _seen(engine.reset())
     engine.close()
-    (secret,) = cache_dir.glob(".secret-*")
-    assert secret.stat().st_mode & 0o777 == 0o600
-    secret.chmod(0o644)
-    engine, _ = make_engine(expert=False, cache=str(cache_dir))
+    (secret,) = (state / "agentgym").glob("cache-secret-*")
+    assert secret.stat().st_mode & 0o777 == 0o600 and not list(cache_dir.glob(".secret*"))  # not in the cache
+    _spoil(secret, kind)
+    # two caches, two games each: every reset plays, nothing is read or kept, one warning names the secret;
+    # a FIFO does not block (in a process of its own, so a hang fails the test instead of stalling it)
+    out = subprocess.run([sys.executable, "-c", SPOILED_PLAY, str(cache_dir), str(tmp_path / "other"),
+                          files[1], files[0]], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    played = json.loads(out.stdout.strip().splitlines()[-1])
+    assert played["feedback"] == first["feedback"] and played["hits"] == 0
+    assert len(_entries(str(cache_dir))) == 1 and not _entries(str(tmp_path / "other"))  # nothing new kept
+    (warning,) = played["warnings"]
+    assert str(secret) in warning and "keep and read nothing" in warning
+
+
+def test_a_cache_folder_copied_from_someone_else_brings_no_secret_its_entries_verify_under(games, tmp_path):
+    """Their folder, their entries and (as caches kept it before) their secret beside them."""
+    import shutil
+
+    _, files = games
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(tmp_path / "their-state"))
+        theirs, _ = make_engine(expert=False, cache=str(tmp_path / "theirs"))
+        theirs.load(files[0])
+        theirs.reset()
+        theirs.close()
+    (their_secret,) = (tmp_path / "their-state" / "agentgym").glob("cache-secret-*")
+    shutil.copytree(tmp_path / "theirs", tmp_path / "copied")
+    shutil.copy(their_secret, tmp_path / "copied" / f".secret-{os.getuid()}")
+    engine, _ = make_engine(expert=False, cache=str(tmp_path / "copied"))
     engine.load(files[0])
-    assert _seen(engine.reset()) == first
-    assert engine.unwrapped.cache.hits == 0 and engine.unwrapped.cache.secret() is None
-    engine.load(files[1])
-    assert engine.reset()["admissible_commands"] and len(_entries(str(cache_dir))) == 1  # nothing new kept
+    engine.reset()
+    assert engine.unwrapped.cache.hits == 0 and engine.unwrapped.cache.rejected == 1
     engine.close()
 
 

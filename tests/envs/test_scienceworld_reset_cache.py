@@ -137,7 +137,9 @@ def _entry_path_and_ident(cache) -> tuple[str, dict]:
 
 def _copied_from_elsewhere(tmp_path, cache, gold):
     other = ResetCache(str(tmp_path / "elsewhere"))
-    other.put(POISONED_TASK, POISONED_VARIATION, "easy", "gold", _poisoned(gold))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(tmp_path / "someone-else"))  # their secret, not this user's
+        other.put(POISONED_TASK, POISONED_VARIATION, "easy", "gold", _poisoned(gold))
     (foreign,) = glob.glob(os.path.join(str(tmp_path / "elsewhere"), "*", "*.json.z"))
     target = os.path.join(cache.root, os.path.relpath(foreign, other.root))
     os.makedirs(os.path.dirname(target), exist_ok=True)

@@ -10,16 +10,17 @@ fast-downward versions and the entry format. A changed game or engine version is
 stale entry is never read.
 
 An entry is trusted only if this user wrote it: it carries an HMAC-SHA256, under a secret only this
-user can read (``.secret-UID`` in the folder, 32 random bytes, made on first use, mode 0600), of the
+user can read (32 random bytes, made on first use, mode 0600, in the user's state folder, never in
+the cache folder: :func:`~agentgym.envs.cache_signing.secret_path`), of the
 game's key and the compressed entry. Play takes the game's goal and rules from the entry (the SAS
 text goes to fast-downward, whose parser ends the process on malformed input), so an entry that does
 not verify (corrupt, truncated, written by another user or machine, copied in from elsewhere, made
 for another game) is never decompressed or parsed: it is a miss, translated again and rewritten.
 A verified entry is still checked as it is used (every expression it would evaluate must occur in
 the game file's own grammar). Each user's entries have names of their own (``KEY.UID.json.z``), so
-users sharing a folder do not overwrite each other's. A secret file that is not this user's own, or
-that others may read or write, means no cache (translations are not kept), as does a folder that
-cannot be written. The signing is :mod:`agentgym.envs.cache_signing`, shared with ScienceWorld's
+users sharing a folder do not overwrite each other's. A secret that is not this user's own private
+regular file means no cache (translations are not kept; one warning), as does a folder that cannot
+be written. The signing is :mod:`agentgym.envs.cache_signing`, shared with ScienceWorld's
 reset cache.
 
 Writers write a temporary file in the same folder and rename it into place, so a reader sees a

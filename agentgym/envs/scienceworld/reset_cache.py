@@ -15,7 +15,7 @@ and on disk under ``$AGENTGYM_CACHE/scienceworld/resets`` (or ``~/.cache/agentgy
 one zlib-compressed JSON file per variation, named by a SHA-256 of the scienceworld version and the
 variation. The expert plays what an entry holds, so an entry is used only if this user wrote it for
 that variation (:mod:`agentgym.envs.cache_signing`: an HMAC-SHA256 of the key and the entry under a
-per-user secret kept 0600 in the folder). One that does not verify (corrupt, written by another user
+per-user secret kept 0600 in the user's state folder, never in the cache folder). One that does not verify (corrupt, written by another user
 or machine, copied in, written by hand) is never decompressed: it is a miss, and the gold path is
 generated again and rewritten. A verified entry inflates to at most :data:`MAX_ENTRY_BYTES` (a
 90-step gold path's entry is 2 kB), and its JSON is checked field by field. Writes go to a
