@@ -85,7 +85,7 @@ def test_a_minimal_state_reads_with_the_defaults_older_runs_had(tmp_path):
     ({"step": 2, "rng": {}, "extra": {"data_position": 1}}, "lacks 'optimizer'"),
     ({"step": 2, "optimizer": {}, "extra": {"data_position": 1}}, "lacks 'rng'"),
     ({"optimizer": {}, "rng": {}, "extra": {"data_position": 1}}, "lacks 'step'"),
-    ({"step": "two", "optimizer": {}, "rng": {}, "extra": {"data_position": 1}}, "malformed"),
+    ({"step": "two", "optimizer": {}, "rng": {}, "extra": {"data_position": 1}}, "step must be an integer >= 0"),
     ({"step": 2, "optimizer": {}, "rng": {}, "extra": {"data_position": 1, "per_rank": [3]}}, "malformed"),
     ({"step": 2, "optimizer": {}, "rng": {}, "extra": [1]}, "malformed"),
 ])
@@ -123,3 +123,48 @@ def test_recorded_extension_settings_rebuild_as_groups():
         # the settings not recorded keep the judge's own defaults (seq-mean), not a plain LossConfig's
         assert (loss.beta, loss.eps_high, loss.eps_low, loss.aggregation) == (0.1, 0.3, 0.2, "seq-mean")
         assert gcd.cfg.loss_config() is loss and gigpo.cfg.step_std_normalize is False
+
+
+def _edited(tmp_path, old: str, new: str) -> None:
+    """The state ``saved_tree`` writes, with one value replaced in its JSON as a person would."""
+    write_state(tmp_path, saved_tree())
+    path = tmp_path / "trainer_state.json"
+    doc = path.read_text()
+    assert old in doc
+    path.write_text(doc.replace(old, new, 1))
+
+
+# (the text written in place of the saved value, the field named, what it takes)
+HAND_EDITS = {
+    "step-1e999": ('"step": 6,', '"step": 1e999,', "step", "an integer >= 0, got inf"),
+    "step-string": ('"step": 6,', '"step": "6",', "step", "an integer >= 0, got '6'"),
+    "position-inf": ('"data_position": 14', '"data_position": {"$float": "inf"}', "extra.data_position",
+                     "an integer >= 0, got inf"),
+    "position-negative": ('"data_position": 14', '"data_position": -3', "extra.data_position",
+                          "an integer >= 0, got -3"),
+    "episodes-inf": ('"episodes_played": 48', '"episodes_played": Infinity', "extra.episodes_played",
+                     "an integer >= 0, got inf"),
+    "seconds-inf": ('"train_seconds": 12.5', '"train_seconds": {"$float": "inf"}', "extra.train_seconds",
+                    "a finite number >= 0, got inf"),
+    "stage-inf": ('"prs_schedule": {"stage": 1.0}', '"prs_schedule": {"stage": {"$float": "inf"}}',
+                  "extra.prs_schedule.stage", "a finite number >= 0, got inf"),
+    "short-task-row": ('"method"', '"task_success": {"t1": [4, 1]}, "method"', "extra.task_success['t1']",
+                       "[played, solved, last_played, last_solved]"),
+    "task-row-zero-last": ('"method"', '"task_success": {"t1": [4, 1, 0, 0]}, "method"',
+                           "extra.task_success['t1']", "[played, solved, last_played, last_solved]"),
+    "curve-not-a-list": ('"eval_curve": [', '"eval_curve": 3, "x": [', "extra.eval_curve", "a list"),
+}
+
+
+@pytest.mark.parametrize("old,new,field,expected", HAND_EDITS.values(), ids=HAND_EDITS.keys())
+def test_a_hand_edited_state_is_one_error_naming_the_file_the_field_and_what_it_takes(tmp_path, old, new, field,
+                                                                                      expected):
+    _edited(tmp_path, old, new)
+    with pytest.raises(TrainerStateError) as caught:
+        read_checkpoint(tmp_path)
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path / 'trainer_state.json'}: {field} must be "), message
+    assert expected in message and "\n" not in message and len(message) < 300, message
+    # read for its settings only (agentgym eval, the leaderboard): the same refusal
+    with pytest.raises(TrainerStateError, match="must be"):
+        read_checkpoint(tmp_path, tensors=False)

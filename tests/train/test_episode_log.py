@@ -126,6 +126,28 @@ def test_resume_keeps_the_files_up_to_its_checkpoint_and_a_fresh_run_starts_empt
     assert file_step("eval_step_12_L0.jsonl") == 12 and file_step("step_3.jsonl.tmp") is None
 
 
+@pytest.mark.parametrize("resume_step", [2, None], ids=["resume", "fresh"])
+def test_a_folder_where_the_run_keeps_an_episode_file_is_one_error_naming_it(tmp_path, resume_step):
+    from agentgym.train.base.errors import RunFileError
+
+    (tmp_path / "episodes" / "step_9.jsonl").mkdir(parents=True)
+    (tmp_path / "episodes" / "step_1.jsonl").write_text("{}\n")
+    with pytest.raises(RunFileError) as caught:
+        EpisodeLog(tmp_path, groups=2, resume_step=resume_step)
+    assert str(caught.value).startswith(f"{tmp_path / 'episodes' / 'step_9.jsonl'} is a folder, not an episode file")
+    assert "\n" not in str(caught.value)
+    assert (tmp_path / "episodes" / "step_1.jsonl").exists()  # refused before anything was removed
+
+
+def test_a_file_named_episodes_is_one_error_when_the_run_keeps_episodes(tmp_path):
+    from agentgym.train.base.errors import RunFileError
+
+    (tmp_path / "episodes").write_text("notes\n")
+    with pytest.raises(RunFileError, match=r"episodes is a file, not the folder the run keeps its episodes in"):
+        EpisodeLog(tmp_path, groups=2, resume_step=2)
+    EpisodeLog(tmp_path, groups=0, resume_step=2)  # --log-episodes 0 writes nothing there: no refusal
+
+
 def test_a_file_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     log = EpisodeLog(tmp_path, groups=8)
     log.step(1, _batch(), [np.zeros(2)] * 8)

@@ -102,6 +102,20 @@ def test_balance_none_keeps_every_labelled_step_and_one_class_trains_no_judge(ti
     assert gcd.metrics()["gcd/balance_one_class_empty"] == 1.0 and gcd.metrics()["gcd/judge_samples"] == 0
 
 
+def test_a_resume_over_an_edited_mistakes_log_is_one_error_naming_its_line(tiny, tmp_path):
+    from agentgym.train.base.errors import RunFileError
+
+    log = tmp_path / "gcd_mistakes.jsonl"
+    log.write_text('{"step": 1, "mistakes": ["a"]}\n{"step": "2", "mistakes": ["b"]}\n')
+    gcd = GCD(GCDConfig(k=2, correction_every=2))
+    with pytest.raises(RunFileError, match=r'gcd_mistakes.jsonl:2: "step" must be an integer >= 0 .*got \'2\''):
+        gcd.extra_samples(context(tiny, ScriptedPolicy([SAYS_BAD, SAYS_GOOD]), step=1, tmp_path=tmp_path), batch())
+    log.write_text('{"step": 1, "mistakes": ["a"]}\n{"step": 2, "mistakes": ["b"]}\n')
+    GCD(GCDConfig(k=2, correction_every=5)).extra_samples(  # no refresh at step 2: nothing written
+        context(tiny, ScriptedPolicy([SAYS_BAD, SAYS_GOOD]), step=1, tmp_path=tmp_path), batch())
+    assert [json.loads(line)["step"] for line in log.read_text().splitlines()] == [1]  # resumed after step 1
+
+
 def test_max_judged_steps_keeps_the_balance(tiny):
     eps = [episode(["x", "y", "x", "z"], [False, True, True], True) for _ in range(4)]  # 2 bad, 1 good each
     gcd = GCD(GCDConfig(k=2, max_judged_steps=4, correction=False))

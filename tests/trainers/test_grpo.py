@@ -99,6 +99,30 @@ def test_a_checkpoint_error_ends_a_trainer_script_with_one_line(tmp_path):
     assert out.stderr.strip().splitlines()[-1].startswith("error: cannot resume from")
 
 
+def test_resume_over_hand_edited_run_files_is_one_error_naming_the_file_and_field(tmp_path):
+    from agentgym.train.base.errors import ConfigError
+
+    grpo.main(small_args(tmp_path, num_steps=2, num_epochs=1, num_minibatches=1))
+    run = tmp_path / "run"
+    metrics, state = run / "metrics.jsonl", run / "checkpoints" / "step_2" / "trainer_state.json"
+    saved_metrics, saved_state = metrics.read_text(), state.read_text()
+
+    def refused(match):
+        with pytest.raises(ConfigError, match=match) as caught:
+            grpo.main(small_args(tmp_path, num_steps=3, resume="auto"))
+        assert "\n" not in str(caught.value)
+
+    metrics.write_text(saved_metrics.replace('"step": 1,', '"step": "1",', 1))
+    refused(r'metrics.jsonl:1: "step" must be an integer >= 0 .*got \'1\'')
+    metrics.write_text(saved_metrics)
+    (run / "episodes" / "step_9.jsonl").mkdir()
+    refused(r"episodes/step_9.jsonl is a folder, not an episode file")
+    (run / "episodes" / "step_9.jsonl").rmdir()
+    state.write_text(saved_state.replace('"data_position": 4', '"data_position": {"$float": "inf"}', 1))
+    refused(r"cannot resume from .*step_2/trainer_state.json: extra.data_position must be an integer >= 0, got inf")
+    assert metrics.read_text() == saved_metrics  # nothing of the run was cut on the way out
+
+
 def test_evaluation_reports_before_and_after_and_leaves_the_random_streams_as_they_were(tmp_path, tiny_path):
     import random
 

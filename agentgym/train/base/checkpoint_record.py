@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentgym.train.base.state import STATE_KEYS, RunState
-from agentgym.train.base.state_file import TrainerStateError, read_state
+from agentgym.train.base.state import STATE_KEYS, RunState, StateFieldError
+from agentgym.train.base.state_file import JSON_NAME, LEGACY_NAME, TrainerStateError, read_state
 
 
 @dataclass
@@ -100,13 +100,13 @@ class CheckpointRecord:
         """The record of a trainer-state tree; raises :class:`TrainerStateError` naming ``path`` and
         the missing or malformed entry. ``resumable=False``: the tree is read for its settings only
         (read without its tensors), so the optimizer state and random streams may be absent."""
-        where = str(path) if path is not None else "trainer state"
+        where = _state_file(Path(path)) if path is not None else "trainer state"
         try:
             extra = tree["extra"]
             if not isinstance(extra, Mapping):
                 raise TypeError("extra is not a mapping")
             state = RunState.from_state_dict({**{k: v for k, v in extra.items() if k in STATE_KEYS},
-                                              "step": int(tree["step"])})
+                                              "step": tree["step"]})
             if resumable:
                 tree["optimizer"], tree["rng"]
             per_rank = extra.get("per_rank") or []
@@ -118,6 +118,8 @@ class CheckpointRecord:
             config = extra.get("config") or {}
             if not isinstance(config, Mapping):
                 raise TypeError("config is not a mapping")
+        except StateFieldError as e:  # named as the file spells it: the run's state is under "extra"
+            raise TrainerStateError(f"{where}: {'' if e.field == 'step' else 'extra.'}{e}") from e
         except KeyError as e:
             raise TrainerStateError(f"{where}: trainer state lacks {e}") from e
         except (TypeError, ValueError) as e:
@@ -127,6 +129,12 @@ class CheckpointRecord:
                    cold_start_tasks=list(extra.get("cold_start_tasks") or []), optimizer=tree.get("optimizer"),
                    rng=tree.get("rng"), per_rank=[dict(p) for p in per_rank],
                    path=Path(path) if path is not None else None)
+
+
+def _state_file(step_dir: Path) -> str:
+    """The file a step directory's trainer state was read from (the legacy pickle when only it is there)."""
+    legacy = step_dir / LEGACY_NAME
+    return str(legacy if legacy.is_file() and not (step_dir / JSON_NAME).is_file() else step_dir / JSON_NAME)
 
 
 def read_checkpoint(path: str | os.PathLike, tensors: bool = True) -> CheckpointRecord:

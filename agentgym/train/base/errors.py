@@ -16,6 +16,12 @@ class ConfigError(ValueError):
     """A setting that cannot work; the message names the flag."""
 
 
+class RunFileError(ConfigError):
+    """A file of the run's ``--output-dir`` that a run cannot go on from (a resume over a hand-edited
+    ``metrics.jsonl``, a folder where the run keeps a file); the message names the file and what it
+    must hold."""
+
+
 def finite(name: str, value: float, minimum: float | None = None, positive: bool = False) -> None:
     if not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ConfigError(f"--{name} must be a finite number, got {value!r}")

@@ -2,6 +2,9 @@
 
 On resume the lines after the checkpoint's step (and an earlier end-of-run evaluation line) are
 dropped first, so a killed-and-resumed run's ``metrics.jsonl`` reads as if it had never stopped.
+A line cut short (power lost mid-write) is dropped with a warning; a row whose ``step`` is not an
+integer >= 0 (a hand edit) cannot be placed before or after the checkpoint, so the resume stops
+with one :class:`~agentgym.train.base.errors.RunFileError` naming the file and the line.
 """
 
 from __future__ import annotations
@@ -10,9 +13,11 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from agentgym.train.base.errors import RunFileError
 
 
 def _clean(value: Any) -> Any:
@@ -30,11 +35,11 @@ class MetricsLogger:
         self.dir = Path(output_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "metrics.jsonl"
+        if self.path.exists() and not self.path.is_file():
+            raise RunFileError(f"{self.path} is a folder, not the run's metrics file: move it away, then run again")
         if resume_step is not None and self.path.exists():
             # the end-of-run evaluation row is written again when the resumed run ends
-            kept = [line for line, row in _rows(self.path)
-                    if row.get("step", 0) <= resume_step and not _is_eval_row(row)]
-            self.path.write_text("".join(line + "\n" for line in kept))
+            trim_to_step(self.path, resume_step, keep=lambda row: not _is_eval_row(row))
         elif resume_step is None and self.path.exists():
             self.path.unlink()
         self.writer = None
@@ -65,9 +70,9 @@ def _is_eval_row(row: Mapping[str, Any]) -> bool:
     return bool(keys) and all(k.startswith("eval/") for k in keys)
 
 
-def _rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    """(line, row) of every whole line; a line cut short (power lost mid-write) is dropped with a
-    warning rather than failing the resume that reads it."""
+def _numbered_rows(path: Path) -> list[tuple[int, str, Any]]:
+    """(line number, line, value) of every whole line; a line cut short (power lost mid-write) is
+    dropped with a warning rather than failing the resume that reads it."""
     out = []
     for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
         if not line.strip():
@@ -75,11 +80,42 @@ def _rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
         try:
             row = json.loads(line)
         except ValueError:
-            warnings.warn(f"{path}:{n}: skipping a line that is not valid JSON (cut short?)", stacklevel=3)
+            warnings.warn(f"{path}:{n}: skipping a line that is not valid JSON (cut short?)", stacklevel=4)
             continue
-        if isinstance(row, dict):
-            out.append((line, row))
+        out.append((n, line, row))
     return out
+
+
+def _rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(line, row) of every whole line that holds a JSON object (see :func:`_numbered_rows`)."""
+    return [(line, row) for _, line, row in _numbered_rows(path) if isinstance(row, dict)]
+
+
+def trim_to_step(path: Path, step: int, keep: Callable[[dict[str, Any]], bool] = lambda row: True) -> None:
+    """Rewrite the step-stamped JSONL file ``path`` (``metrics.jsonl``, GCD's mistakes log) with the
+    rows of steps up to ``step`` that ``keep`` keeps, for a run resumed from checkpoint ``step``.
+
+    Every row is checked before anything is written: one that is not a JSON object with an integer
+    >= 0 as its ``"step"`` raises :class:`~agentgym.train.base.errors.RunFileError` naming the file
+    and the line, and the file is left as it was."""
+    kept = []
+    for n, line, row in _numbered_rows(path):
+        if not isinstance(row, dict):
+            raise RunFileError(f'{path}:{n}: a row must be a JSON object with an integer >= 0 as its "step", got '
+                               f"{_short(row)}; correct or delete that line, then resume again")
+        value = row.get("step")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            got = "no step" if "step" not in row else _short(value)
+            raise RunFileError(f'{path}:{n}: "step" must be an integer >= 0 (the step the row was logged at), '
+                               f"got {got}; correct or delete that line, then resume again")
+        if value <= step and keep(row):
+            kept.append(line)
+    path.write_text("".join(line + "\n" for line in kept))
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:60] + "..."
 
 
 def read_metrics(output_dir: str | os.PathLike) -> list[dict[str, Any]]:

@@ -16,6 +16,8 @@ True
 from __future__ import annotations
 
 import copy
+import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +26,55 @@ from typing import Any
 _KEYS = {"step": "step", "data_position": "data_position", "episodes": "episodes_played",
          "seconds": "train_seconds", "evaluation": "evaluation", "curve": "eval_curve",
          "schedule": "prs_schedule", "extension": "extension", "tasks": "task_success"}
+
+
+class StateFieldError(ValueError):
+    """A saved value that is not what its field holds (a hand-edited or damaged checkpoint); the
+    message names the field by its trainer-state key and says what it takes."""
+
+    def __init__(self, field: str, expected: str, value: Any):
+        self.field = field
+        text = repr(value)
+        super().__init__(f"{field} must be {expected}, got {text if len(text) <= 60 else text[:60] + '...'}")
+
+
+def _count(value: Any, key: str) -> int:
+    """An integer >= 0 (a float with an integer value too, as an older checkpoint may hold)."""
+    whole = isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole or value < 0:
+        raise StateFieldError(key, "an integer >= 0", value)
+    return int(value)
+
+
+def _amount(value: Any, key: str) -> float:
+    """A finite number >= 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
+        raise StateFieldError(key, "a finite number >= 0", value)
+    return float(value)
+
+
+def _mapping(value: Any, key: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise StateFieldError(key, "a mapping", value)
+    return dict(value)
+
+
+def _task_row(value: Any, key: str) -> list[int]:
+    """``[played, solved, last_played, last_solved]`` as :class:`~agentgym.train.rollout.pool.TaskSuccess`
+    keeps them: a task's last step played it at least once."""
+    expected = ("[played, solved, last_played, last_solved]: four integers, solved <= played, "
+                "1 <= last_played <= played, last_solved <= last_played")
+    if not isinstance(value, (list, tuple)) or len(value) != 4:
+        raise StateFieldError(key, expected, value)
+    try:
+        played, solved, last_played, last_solved = (_count(x, key) for x in value)
+    except StateFieldError:
+        raise StateFieldError(key, expected, value) from None
+    if not (solved <= played and 1 <= last_played <= played and last_solved <= last_played):
+        raise StateFieldError(key, expected, value)
+    return [played, solved, last_played, last_solved]
 
 
 def split_scores(result: dict) -> dict[str, float]:
@@ -83,18 +134,30 @@ class RunState:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Take the state from :meth:`state_dict`'s keys. ``data_position`` is required; the rest
-        defaults as in a checkpoint written before it was recorded (no curve, no episodes...)."""
+        defaults as in a checkpoint written before it was recorded (no curve, no episodes...).
+
+        A value that is not what its field holds (a count that is not an integer >= 0, ``inf``
+        seconds, a short per-task row) raises :class:`StateFieldError` naming the key, before
+        anything is taken: a run never resumes from half a state."""
         if "data_position" not in state:
             raise KeyError("data_position")
-        self.step = int(state.get("step", 0))
-        self.data_position = int(state["data_position"])
-        self.episodes = int(state.get("episodes_played", 0))
-        self.seconds = float(state.get("train_seconds", 0.0))
-        self.evaluation = dict(state.get("evaluation") or {})
-        self.curve = list(state.get("eval_curve") or [])
-        self.schedule = dict(state.get("prs_schedule") or {})
-        self.extension = dict(state.get("extension") or {})
-        self.tasks = {str(k): [int(x) for x in v] for k, v in (state.get("task_success") or {}).items()}
+        step = _count(state.get("step", 0), "step")
+        position = _count(state["data_position"], "data_position")
+        episodes = _count(state.get("episodes_played", 0), "episodes_played")
+        seconds = _amount(state.get("train_seconds", 0.0), "train_seconds")
+        evaluation = _mapping(state.get("evaluation"), "evaluation")
+        curve = state.get("eval_curve") or []
+        if not isinstance(curve, list) or not all(isinstance(p, Mapping) for p in curve):
+            raise StateFieldError("eval_curve", "a list of points (mappings)", curve)
+        schedule = _mapping(state.get("prs_schedule"), "prs_schedule")
+        if "stage" in schedule:  # PRSSchedule.state_dict(): the stage is a weight position, never inf
+            _amount(schedule["stage"], "prs_schedule.stage")
+        extension = _mapping(state.get("extension"), "extension")
+        tasks = {str(k): _task_row(v, f"task_success[{str(k)!r}]")
+                 for k, v in _mapping(state.get("task_success"), "task_success").items()}
+        self.step, self.data_position, self.episodes, self.seconds = step, position, episodes, seconds
+        self.evaluation, self.curve, self.schedule = evaluation, list(curve), schedule
+        self.extension, self.tasks = extension, tasks
 
     @classmethod
     def from_state_dict(cls, state: Mapping[str, Any]) -> RunState:

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from agentgym.train.base.errors import RunFileError
 from agentgym.train.rollout.episodes import Episode, by_group
 
 EPISODES_DIR = "episodes"
@@ -158,12 +159,19 @@ class EpisodeLog:
         self.groups = groups
         self.dir = Path(output_dir) / EPISODES_DIR if output_dir is not None else None
         self.bytes_written = 0
+        if self.dir is not None and self.dir.exists() and not self.dir.is_dir() and groups > 0:
+            raise RunFileError(f"{self.dir} is a file, not the folder the run keeps its episodes in "
+                               "(--log-episodes): move it away, then run again")
         if self.dir is None or not self.dir.is_dir():
             return
-        for path in self.dir.iterdir():
-            step = file_step(path.name)
-            if step is not None and (resume_step is None or step > resume_step):
-                path.unlink()
+        stale = [path for path in self.dir.iterdir()
+                 if (step := file_step(path.name)) is not None and (resume_step is None or step > resume_step)]
+        for path in stale:  # all checked before any is removed
+            if path.is_dir() and not path.is_symlink():
+                raise RunFileError(f"{path} is a folder, not an episode file of the run (the run replaces it): "
+                                   "move it away, then run again")
+        for path in stale:
+            path.unlink()
 
     @classmethod
     def off(cls) -> EpisodeLog:

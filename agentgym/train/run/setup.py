@@ -183,6 +183,11 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     if run.resume:
         checkpoint, record = resume_point(run.output_dir if run.resume == "auto" else run.resume,
                                           auto=run.resume == "auto")
+    logger, episode_log = None, EpisodeLog.off()
+    if dist.is_main:  # the run's own files, checked and cut back to the checkpoint before the model loads
+        resume_step = record.step if record is not None else None
+        logger = MetricsLogger(run.output_dir, resume_step=resume_step, tensorboard=run.tensorboard)
+        episode_log = EpisodeLog(run.output_dir, run.log_episodes, resume_step=resume_step)
     seed_everything(run.seed + dist.rank)  # ranks sample differently
     bf16 = config.model.bf16 and on_gpu
     tokenizer, model, ref_model = _models(config, dist, base_model, checkpoint)
@@ -198,12 +203,9 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     collector = Collector(envs, generator.policy, ChatEncoder(tokenizer), r, r.sampling, {"split": env_cfg.split},
                           dist.device, bf16, ext.system_prompt)
     setup = RunSetup(config, name, dist, dist.device, bf16, env_kwargs, tokenizer, model, ref_model, optimizer,
-                     generator, envs, collector, stream, excluded, spec, schedule, ext, view, dir_lock=dir_lock)
+                     generator, envs, collector, stream, excluded, spec, schedule, ext, view, logger=logger,
+                     episode_log=episode_log, dir_lock=dir_lock)
     state = restore(setup, record) if record is not None else RunState()
-    if dist.is_main:
-        resume_step = state.step if record is not None else None
-        setup.logger = MetricsLogger(run.output_dir, resume_step=resume_step, tensorboard=run.tensorboard)
-        setup.episode_log = EpisodeLog(run.output_dir, run.log_episodes, resume_step=resume_step)
     return setup, state
 
 

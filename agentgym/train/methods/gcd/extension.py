@@ -36,6 +36,7 @@ import numpy as np
 from agentgym.agents import SamplingConfig
 from agentgym.train.base.errors import ConfigError
 from agentgym.train.base.flags import from_recorded
+from agentgym.train.base.metrics import trim_to_step
 from agentgym.train.base.records import trainer_record
 from agentgym.train.hooks import SampleKind, StepContext, TrainerExtension
 from agentgym.train.methods.gcd.coldstart import judge_cold_start_samples
@@ -416,9 +417,10 @@ class GCD(TrainerExtension):
         path = self._log_path(ctx)
         if path is None or not path.exists():
             return
-        lines = [line for line in path.read_text().splitlines() if line.strip()]
-        kept = [line for line in lines if ctx.step > 0 and json.loads(line).get("step", 0) <= upto]
-        path.write_text("".join(line + "\n" for line in kept))
+        if ctx.step > 0:
+            trim_to_step(path, upto)  # a hand-edited step: one error naming the line
+        else:
+            path.write_text("")
 
     def _write_list(self, ctx, step: int, source: str, n_critiques: int, score: float | None) -> None:
         if ctx.dist is not None and not ctx.dist.is_main:
