@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from agentgym.leaderboard.stamps import FAMILY_ENGINES
 from agentgym.leaderboard.tasks import OTHER, env_module, family
 
 LICENSES = {
@@ -79,6 +80,8 @@ def card_text(env_id: str, env_kwargs: Mapping[str, Any], records: Mapping[str, 
                      "\n".join(f"- `{name}`: {text}" for name, text in meanings.items()))
     module = env_module(env_id)
     user_import = f"\nimport {module}  # registers {env_id}" if module else ""
+    played_on = FAMILY_ENGINES.get(kind, ())
+    engines = f", and the versions of {' and '.join(played_on)}, the engines the tasks play on" if played_on else ""
     body = f"""
 # {env_id} tasks
 
@@ -111,8 +114,8 @@ env = load_tasks("FOLDER", split="{first}").make()  # plays one split's
 
 `FOLDER` is this dataset on disk (`huggingface_hub.snapshot_download(REPO, repo_type="dataset",
 revision=COMMIT)` gives it). `environment.yaml` records the env id and keyword arguments, each split's
-file, task count, task-list hash and agentgym version, and the engine versions (agentgym {agentgym_version}
-wrote this card). The set's env keyword arguments go under the caller's.
+file, task count, task-list hash and agentgym version{engines} (agentgym {agentgym_version} wrote this
+card). The set's env keyword arguments go under the caller's.
 
 ## License
 

@@ -12,7 +12,8 @@
   whose tasks change gets a new Hugging Face ``datasets`` cache entry (that cache keys a local
   folder on its name and its card's file names, not on what the files hold);
 - ``environment.yaml``: the env id and keyword arguments, each split's file, task count, list hash
-  and agentgym version, the versions it was made with, and how to run it;
+  and agentgym version, the versions of the engines its tasks play on (ALFWorld's, ScienceWorld's),
+  and how to run it;
 - ``README.md``: a dataset card (:mod:`agentgym.integrations.task_card`) whose header lists each
   split's parquet for ``datasets.load_dataset``, with license, tags and what each column is.
 
@@ -58,7 +59,7 @@ from agentgym.envs.task_set_reading import (
 from agentgym.extras import require_for_script
 from agentgym.integrations.serve import check_env, env_kwargs_from_json
 from agentgym.integrations.task_card import card_text
-from agentgym.leaderboard.stamps import code_stamps
+from agentgym.leaderboard.stamps import FAMILY_ENGINES, code_stamps
 from agentgym.leaderboard.tasks import OTHER, enumerate_tasks, env_module, family
 
 __all__ = ["FORMAT", "SPEC_FILE", "TaskSet", "describe_tasks", "export_tasks", "is_task_set", "load_tasks", "main"]
@@ -184,13 +185,22 @@ def _write_split(out: str, split: str, table: Any, record: dict[str, Any]) -> di
     return {"file": name, **record}
 
 
+LAYOUTS = {1: "one split (its split, num_tasks and task_list_hash at the top as well as under splits), which an "
+              "agentgym that reads only format 1 reads too; a second split makes it format 2",
+           2: "several splits, each recorded under splits"}
+"""What each ``task_set_format`` written here means, said in the file (:data:`FORMAT`)."""
+
+
 def _spec_text(out: str, env_id: str, env_kwargs: dict, records: dict[str, dict], stamps: Mapping[str, Any]) -> str:
     first = next(iter(records))
-    spec: dict[str, Any] = {"task_set_format": 1 if len(records) == 1 else 2, "env_id": env_id,
-                            "env_kwargs": env_kwargs, "splits": records}
+    form = 1 if len(records) == 1 else 2
+    spec: dict[str, Any] = {"task_set_format": form, "env_id": env_id, "env_kwargs": env_kwargs, "splits": records}
     if len(records) == 1:  # what a format-1 reader looks for
         spec.update(split=first, num_tasks=records[first]["num_tasks"], task_list_hash=records[first]["task_list_hash"])
-    spec.update(agentgym_version=stamps["agentgym_version"], git_commit=stamps["git_commit"], engines=stamps["engines"])
+    spec.update(agentgym_version=stamps["agentgym_version"], git_commit=stamps["git_commit"])
+    engines = FAMILY_ENGINES.get(family(env_id), ())
+    if engines:  # what the tasks play on (ToolQA and a user's env: no engine of ours)
+        spec["engines"] = {name: stamps["engines"].get(name) for name in engines}
     module = env_module(env_id)  # a user's env: its module registers it
     imports = f"import agentgym, {module}" if module else "import agentgym"
     run = {"python": f'{imports}, gymnasium as gym; env = gym.make("{env_id}", tasks="{out}")',
@@ -199,7 +209,7 @@ def _spec_text(out: str, env_id: str, env_kwargs: dict, records: dict[str, dict]
            "leaderboard": f"agentgym leaderboard --agents expert --envs {f'{module}:' if module else ''}{env_id} "
                           f"--split {first} --tasks {out} --out runs/board"}
     counts = ", ".join(f"{name} ({r['num_tasks']} tasks)" for name, r in records.items())
-    return (f"# agentgym task set: {env_id}, splits {counts}\n"
+    return (f"# agentgym task set: {env_id}, splits {counts}\n# task_set_format {form}: {LAYOUTS[form]}\n"
             + "".join(f"{key}: {_yaml_value(value)}\n" for key, value in spec.items())
             + "run:\n" + "".join(f"  {k}: {_yaml_value(v)}\n" for k, v in run.items()))
 

@@ -19,6 +19,8 @@ from typing import Any
 ENGINES = ("textworld", "alfworld", "scienceworld")
 # Engine versions our published numbers were made with (pyproject.toml pins the same ones).
 VALIDATED_ENGINES = {"textworld": "1.7.0", "alfworld": "0.4.2", "scienceworld": "1.2.3"}
+# The engines each env family's tasks play on (leaderboard.tasks.family); ToolQA and a user's env play on none.
+FAMILY_ENGINES = {"alfworld": ("alfworld", "textworld"), "scienceworld": ("scienceworld",)}
 
 
 def sha256_text(text: str) -> str:

@@ -1,5 +1,6 @@
 """A split exported as a Hugging Face dataset plays back exactly the same tasks."""
 
+import importlib.metadata
 import json
 import os
 import shutil
@@ -78,6 +79,7 @@ def test_a_scienceworld_split_exports_without_an_engine_and_bad_input_is_refused
     tasks = load_tasks(out)
     assert tasks.task_ids == [t.task_id for t in enumerate_tasks("ScienceWorld-v0", "dev", limit=5)]
     assert all(t.options["split"] == "dev" for t in tasks.tasks)
+    assert tasks.spec["engines"] == {"scienceworld": importlib.metadata.version("scienceworld")}
     with pytest.raises(ValueError, match="holds ScienceWorld-v0 tasks"):
         tasks.refs_for("ToolQA-v0", "dev")
 
@@ -171,6 +173,24 @@ def test_a_set_holds_several_splits_each_loadable_by_name(tmp_path, capsys):
         main(["export-tasks", "ToolQA-LongForm-v0", "--split", "train", "--out", out, "--limit", "2"])
 
 
+def test_environment_yaml_says_which_layout_it_is_and_names_only_the_engines_the_env_plays_on(tmp_path):
+    out = str(tmp_path / "toolqa")
+    main(["export-tasks", "ToolQA-v0", "--split", "test", "--out", out, "--limit", "2"])
+    spec_file = os.path.join(out, "environment.yaml")
+    one = load_tasks(out).spec
+    # one split is written in the layout every agentgym that reads sets reads (format 1), and says so
+    assert one["task_set_format"] == 1 and list(one["splits"]) == ["test"]
+    assert ("# task_set_format 1: one split (its split, num_tasks and task_list_hash at the top as well as "
+            "under splits), which an agentgym that reads only format 1 reads too; a second split makes it "
+            "format 2\n") in open(spec_file).read()
+    # ToolQA plays on no engine (it named textworld, alfworld and scienceworld)
+    assert "engines" not in one
+    main(["export-tasks", "ToolQA-v0", "--split", "valid", "--out", out, "--limit", "2"])
+    two = load_tasks(out).spec
+    assert two["task_set_format"] == 2 and "split" not in two
+    assert "# task_set_format 2: several splits, each recorded under splits\n" in open(spec_file).read()
+
+
 def test_rows_and_card_say_what_each_task_is(tmp_path):
     out = str(tmp_path / "toolqa")
     main(["export-tasks", "ToolQA-v0", "--split", "test", "--out", out, "--limit", "3"])
@@ -223,6 +243,7 @@ def test_an_alfworld_split_is_named_as_asked(tmp_path):
     assert len(rows) == 2 and set(rows["split"]) == {"test"}
     tasks = load_tasks(out)
     assert tasks.split == "test" and all(t.options["split"] == "valid_unseen" for t in tasks.tasks)
+    assert tasks.spec["engines"] == {name: importlib.metadata.version(name) for name in ("alfworld", "textworld")}
     assert [t.task_id for t in tasks.refs_for("ALFWorld-v0", "test")] == tasks.task_ids
     env = gym.make("ALFWorld-v0", tasks=out)
     try:

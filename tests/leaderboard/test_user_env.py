@@ -62,6 +62,8 @@ def test_a_users_env_exports_a_task_set_that_names_its_module(tmp_path):
     tasks = load_tasks(out)
     assert (tasks.env_id, tasks.split) == ("Parity-v0", "test")
     assert f"--envs {USER_ENV}" in tasks.spec["run"]["leaderboard"] and "user_env" in tasks.spec["run"]["python"]
+    # it plays on no engine of agentgym's: the set names none (it listed textworld, alfworld and scienceworld)
+    assert "engines" not in tasks.spec and "engine versions" not in card and "the engines" not in card
 
     board = str(tmp_path / "board")
     assert main(["leaderboard", "--agents", "expert", "--envs", USER_ENV, "--split", "test", "--tasks", out,
