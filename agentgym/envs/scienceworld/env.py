@@ -137,7 +137,8 @@ class ScienceWorldEnv(AgentEnv):
 
     - v0: first version, on scienceworld 1.2. ``split="train"`` draws no L2 task; levels
       ``L0``/``L1``/``L2`` and ``train_all`` added. ``observation=``, ``history=`` and
-      ``action_format=`` added (defaults unchanged).
+      ``action_format=`` added (defaults unchanged). ``info["metrics"]["score"]`` counts a failed task
+      0 (it was the engine's -100), ``info["metrics"]["engine_score"]`` added; rewards unchanged.
     """
 
     prs_base = EMBODIED_PRS
