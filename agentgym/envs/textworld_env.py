@@ -10,7 +10,7 @@ from typing import Any
 from gymnasium.error import DependencyNotInstalled
 
 from agentgym.envs.base import AgentEnv, EngineError, Transition
-from agentgym.envs.grammar_expressions import GrammarExpressionError, guard_textworld
+from agentgym.envs.grammar_expressions import GrammarExpressionError
 from agentgym.envs.interpreter_commands import screen_command
 from agentgym.envs.parsing import ParsedAction, parse_embodied_action
 from agentgym.rewards.prs import EMBODIED_PRS
@@ -139,12 +139,14 @@ class TextWorldEnv(AgentEnv):
         try:
             if path != self._loaded or self._engine is None:
                 self._close_engine()
-                if path.endswith(".tw-pddl") and not re.search(r"\.z[1-8]", path):  # textworld's PddlEnv
-                    from agentgym.envs.alfworld.checked_pddl import check_game_file
+                if path.endswith(".tw-pddl") and not re.search(r"\.z[1-8]", path):
+                    # what textworld.start plays a PDDL game on, with its grammar checked
+                    from agentgym.envs.alfworld.checked_pddl import CheckedPddlEnv
 
-                    guard_textworld()
-                    check_game_file(path)
-                self._engine = textworld.start(path, self._infos)
+                    self._engine = CheckedPddlEnv(self._infos)
+                    self._engine.load(path)
+                else:
+                    self._engine = textworld.start(path, self._infos)
                 self._loaded = path
             self._state = self._engine.reset()
         except GrammarExpressionError:  # a game file that asks for code to run: its message names the file

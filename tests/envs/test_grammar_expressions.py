@@ -159,6 +159,18 @@ def test_textworlds_own_engine_evaluates_without_eval_once_agentgym_plays(games,
     assert not marker.exists()
 
 
+def test_the_engine_reads_the_same_expressions_off_a_loaded_game_as_off_its_file(games):
+    from textworld import EnvInfos
+
+    from agentgym.envs.alfworld.checked_pddl import CheckedPddlEnv, loaded_expressions
+    from agentgym.envs.alfworld.translation import game_expressions
+
+    path = game_files(games)[0]
+    env = CheckedPddlEnv(EnvInfos(admissible_commands=True))
+    env.load(str(path))
+    assert loaded_expressions(env._logic) == game_expressions(json.loads(path.read_text())) >= {"r.name or r.id"}
+
+
 def test_textworld_v0_refuses_a_planted_pddl_game_and_plays_a_clean_one(games, tmp_path):
     bad, marker = planted_copy(games, tmp_path)
     game = tmp_path / "one.tw-pddl"
