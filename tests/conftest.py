@@ -25,6 +25,20 @@ for _name, _sub in {"HF_HOME": "", "HF_DATASETS_CACHE": "datasets", "HF_HUB_CACH
     os.environ[_name] = os.path.join(_HF_CACHES, _sub)
 
 
+# Why a test is slow, one marker per cost (pyproject.toml says what each one means). A test carries the
+# markers that name its costs and is then slow by that alone: `slow` is added here, so the quick tier
+# (`-m "not slow"`) leaves out every one of them and no test has to say `slow` beside its reason. Plain
+# `slow` stays for a test whose cost is none of these.
+WHY_SLOW = ("engine", "learning", "browser", "network", "multiproc")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection reads the markers
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.get_closest_marker("slow") is None and any(item.get_closest_marker(m) for m in WHY_SLOW):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def tiny_path():
     """The project's tiny model (built once, then cached), loaded like any user checkpoint."""

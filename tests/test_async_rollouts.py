@@ -34,7 +34,7 @@ def test_busy_time_is_the_union_of_spans_clipped_to_the_window():
     assert ar.step_ends(spans) == [0.5, 9.0]
 
 
-@pytest.mark.slow
+@pytest.mark.learning
 def test_a_toy_run_reports_every_run_its_utilization_and_draws_the_timeline(tmp_path):
     summaries = ar.main([*TOY, "--out", str(tmp_path)])
     report = json.loads((tmp_path / "async_rollouts.json").read_text())

@@ -186,7 +186,7 @@ def paths(tmp_path_factory, tiny_path):
     return {"tmp": str(tmp), "file": str(tmp / "a-file"), "run": str(tmp / "run"), "tiny": tiny_path}
 
 
-@pytest.mark.slow
+@pytest.mark.multiproc
 @pytest.mark.parametrize("command", list(CASES))
 def test_a_bad_flag_is_refused_in_one_line_that_names_it(command, paths):
     problems = _run_all(CASES[command], paths)
@@ -221,7 +221,7 @@ def full_disk(tmp_path):
         yield where
 
 
-@pytest.mark.slow
+@pytest.mark.multiproc
 def test_a_full_disk_is_refused_before_any_work_in_one_line(full_disk, paths):
     full = {**paths, "full": str(full_disk)}
     cases = [
@@ -249,7 +249,7 @@ def small_disk(tmp_path):
         yield where
 
 
-@pytest.mark.slow
+@pytest.mark.multiproc
 def test_a_disk_that_fills_up_during_a_board_or_a_cold_start_ends_it_in_one_line(small_disk, tiny_path):
     board = subprocess.run([*BOARD, "--limit", "20", "--out", str(small_disk / "b")], cwd=ROOT, capture_output=True,
                            text=True, timeout=240)

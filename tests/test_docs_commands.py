@@ -142,7 +142,9 @@ def test_the_docs_have_commands_and_every_skip_says_why():
     assert len(skipped) < len(commands) / 2, skipped
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.learning
+@pytest.mark.multiproc
 def test_every_documented_command_runs(tmp_path):
     os.symlink(os.path.join(ROOT, "trainers"), tmp_path / "trainers")
     # benchmarks/ links each script, but its results/ is this test's own: the commands' default
@@ -215,7 +217,8 @@ def _check(expected: str, *values) -> None:
     assert expected == printed or expected.startswith(printed + ":"), f"prints {printed!r}, the docs say {expected!r}"
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.learning
 @pytest.mark.parametrize("rel,code", python_snippets(), ids=lambda x: x if x.endswith(".md") else "")
 def test_every_documented_python_snippet_runs_and_prints_what_it_says(rel, code, tmp_path, monkeypatch, tiny_path):
     reason = next((why for key, why in SNIPPET_NOT_RUN.items() if key in code), None)

@@ -25,7 +25,7 @@ def test_expert_data_command_writes_jsonl(tmp_path, capsys):
     assert "wrote 4 episodes" in capsys.readouterr().out
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_expert_replies_with_the_number_of_its_action_in_choice_format():
     # a cold start in choice format must teach the reply a policy is asked for: the action's number
     import gymnasium as gym

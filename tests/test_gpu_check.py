@@ -21,7 +21,8 @@ def _check(tmp_path, *args, timeout=400):
     return run, json.loads(out.with_suffix(".json").read_text()), out.with_suffix(".md").read_text()
 
 
-@pytest.mark.slow
+@pytest.mark.learning
+@pytest.mark.multiproc
 @pytest.mark.timeout(500)
 def test_the_cpu_smoke_run_goes_through_every_part(tmp_path):
     run, report, table = _check(tmp_path)
@@ -43,7 +44,8 @@ def test_the_cpu_smoke_run_goes_through_every_part(tmp_path):
     assert all(Path(r["log"]).exists() for r in rows.values())
 
 
-@pytest.mark.slow
+@pytest.mark.learning
+@pytest.mark.multiproc
 def test_a_part_out_of_time_is_reported_and_the_next_still_runs(tmp_path):
     run, report, table = _check(tmp_path, "--parts", "throughput,async", "--limit", "throughput=1")
     assert run.returncode == 1

@@ -27,7 +27,7 @@ def run(out, *extra):
                     *extra])
 
 
-@pytest.mark.slow
+@pytest.mark.learning
 def test_cells_share_a_budget_resume_and_report(tmp_path):
     summary = run(tmp_path, "--max-episodes", "12")
     report = json.loads((tmp_path / "learning_curves_ToolQA-v0.json").read_text())

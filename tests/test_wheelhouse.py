@@ -166,7 +166,8 @@ def _pypi_reachable() -> bool:
         return False
 
 
-@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.multiproc
 @pytest.mark.timeout(1200)
 def test_a_node_with_its_own_torch_installs_agentgym_from_the_wheelhouse_without_an_index(tmp_path):
     if not _pypi_reachable():

@@ -70,7 +70,7 @@ def _compare(args) -> dict:
     return out
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_cached_and_uncached_engines_play_204_games_alike(tmp_path):
     generate(str(tmp_path / "games"), NUM_GAMES, seed=77, split="train", task_types=None)
     files = sorted(glob.glob(str(tmp_path / "games" / "json_2.1.1" / "train" / "*" / "*" / "game.tw-pddl")))
@@ -98,7 +98,7 @@ def _entries(cache_dir) -> list[str]:
     return glob.glob(os.path.join(cache_dir, "*", "*.json.z"))
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_a_corrupt_or_truncated_entry_is_a_miss_and_is_rewritten(games, tmp_path):
     _, files = games
     cache_dir = str(tmp_path / "cache")
@@ -347,7 +347,7 @@ def test_the_cached_engine_leaves_sys_argv_alone(games, tmp_path):
     engine.close()
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_the_env_option_cache_false_plays_on_textworlds_engine_and_agrees(games, tmp_path, monkeypatch):
     from textworld.envs import PddlEnv
 

@@ -30,7 +30,7 @@ def _solve(args):
     return out
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_planner_expert_solves_95_percent_of_60_generated_games(tmp_path):
     generate(str(tmp_path), NUM_GAMES, seed=2024)
     games = ALFWorldEnv(data_path=str(tmp_path), split="train_all").games

@@ -212,7 +212,8 @@ def test_cli_writes_small_rooms_prints_the_space_and_answers_bad_input_in_one_li
     assert "\n" not in err and "max_receptacles must be an integer >= 3" in err
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.multiproc
 def test_tiny_rooms_are_valid_games_the_engine_plays_and_the_planner_solves(tmp_path):
     files = generate(str(tmp_path), 6, seed=3, room="tiny", verify=True, jobs=2)
     env = ALFWorldEnv(data_path=str(tmp_path), split="train_all", max_turns=60)

@@ -36,7 +36,7 @@ def listed(obs):
             for k, text in re.findall(r"^(\d+)\. (.*)$", obs, re.MULTILINE)]
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_search_expert_wins_by_looking_where_a_policy_would(root):
     """Over every game: the search expert wins, each reply names a listed action, and every 'go to'
     it plays while searching is the first listed 'go to' not marked as visited."""
@@ -84,7 +84,7 @@ def test_search_expert_wins_by_looking_where_a_policy_would(root):
         planner.close()
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_marks_follow_the_commands_played_and_a_copied_mark_is_the_command(root):
     env = make(root, observation="history+admissible", mark_played=True)
     try:

@@ -82,7 +82,8 @@ def plant_in_set(set_dir: Path, tmp_path: Path, extra: dict) -> Path:
     return out
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.multiproc
 def test_a_task_set_cannot_start_the_jvm_with_its_own_options(scienceworld_set, tmp_path):
     marker = tmp_path / "ran"
     bad = plant_in_set(scienceworld_set, tmp_path, planted(marker))
@@ -128,7 +129,8 @@ def planted_checkpoint(tiny_path, tmp_path):
     return out, marker
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.multiproc
 def test_a_cold_start_recipe_cannot_start_the_jvm_from_eval_train_or_a_board(planted_checkpoint, tmp_path):
     model, marker = planted_checkpoint
     (model / "agentgym_sft.json").write_text(json.dumps(
@@ -153,7 +155,8 @@ def test_a_cold_start_recipe_cannot_start_the_jvm_from_eval_train_or_a_board(pla
     assert "max_turns\": 3" in ok.stdout and not marker.exists()
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.multiproc
 def test_a_trainer_state_cannot_start_the_jvm(planted_checkpoint, tmp_path):
     from agentgym.train.base.checkpoint_record import CheckpointRecord
     from agentgym.train.base.state import RunState

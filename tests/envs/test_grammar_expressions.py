@@ -203,7 +203,7 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 @pytest.mark.parametrize("engine", ["cached", "checked"])
 def test_games_play_step_for_step_as_textworlds_own_eval_played_them(games, engine, tmp_path):
     from textworld import EnvInfos
@@ -235,7 +235,9 @@ def run(args, **kw):
                           timeout=600, **kw)
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.multiproc
+@pytest.mark.network
 def test_a_checkpoint_a_board_or_a_server_carrying_planted_games_never_runs_the_command(tiny_path, task_set,
                                                                                        tmp_path):
     """``agentgym eval --model`` and a trainer's ``--preset auto`` (games inside the checkpoint, named by

@@ -96,7 +96,7 @@ def test_scienceworld_held_out_tasks_are_the_last_of_each_topic():
     assert split_variations("boil", "L1") == split_variations("boil", "test") == split_variations("boil", "L2")
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_scienceworld_train_draws_no_l2_task_and_l2_draws_only_them():
     pytest.importorskip("scienceworld")
     env = gym.make("ScienceWorld-v0", split="train", admissible_actions=False)

@@ -39,7 +39,7 @@ def expert_run(env, seed, steps=None):
     return out
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_history_window_shows_the_task_the_last_k_steps_and_the_admissible_actions(root):
     raw, wrapped = make(root), make(root, **WRAPPED)
     plain = expert_run(raw, seed=1, steps=4)
@@ -63,7 +63,7 @@ def test_history_window_shows_the_task_the_last_k_steps_and_the_admissible_actio
     raw.close(), wrapped.close()
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_raw_default_is_todays_observation_and_history_zero_keeps_no_steps(root):
     env = make(root)
     obs, info = env.reset(seed=2)
@@ -118,7 +118,7 @@ def test_choice_by_number_text_out_of_range_and_garbage(root):
     env.close()
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_expert_solves_games_with_the_options_on_with_todays_return(root):
     raw = make(root)
     for kwargs, seed in ((CHOICE, 0), ({"action_format": "choice"}, 1)):
@@ -133,7 +133,7 @@ def test_expert_solves_games_with_the_options_on_with_todays_return(root):
     raw.close()
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_check_env_render_and_system_prompt_with_the_options_on(root):
     env = make(root, render_mode="ansi", **CHOICE)
     check_env(env.unwrapped)
@@ -158,7 +158,7 @@ def test_bad_option_values_are_one_line_errors(root):
         gym.make("ToolQA-v0", observation="history+admissible")
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_scienceworld_shows_and_takes_its_admissible_actions_by_number():
     pytest.importorskip("scienceworld")
     env = gym.make("ScienceWorld-v0", task="find-living-thing", max_turns=5, **CHOICE)

@@ -17,7 +17,7 @@ def env():
     e.close()
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 @pytest.mark.parametrize("task", TASK_NAMES)
 def test_expert_solves_variation_0(env, task):
     obs, info = env.reset(seed=0, options={"task_id": f"{task}/0"})

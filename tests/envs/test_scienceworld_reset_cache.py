@@ -33,7 +33,7 @@ def _play(env, task_id):
     return seen, list(env.unwrapped._gold)
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_kept_gold_paths_change_nothing(tmp_path, monkeypatch):
     cache = ResetCache(str(tmp_path / "resets"))
     monkeypatch.setattr(sw_env, "ScienceWorldEngine",
@@ -63,7 +63,7 @@ def test_kept_gold_paths_change_nothing(tmp_path, monkeypatch):
         plain.close()
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_only_a_deterministic_jvm_keeps_anything():
     engine = ScienceWorldEngine(["-Xmx512m", "-XX:+UseSerialGC"])
     try:
@@ -155,7 +155,7 @@ def _written_by_hand(tmp_path, cache, gold):
     return path
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 @pytest.mark.parametrize("plant", [_copied_from_elsewhere, _written_by_hand], ids=["copied", "by-hand"])
 def test_a_poisoned_gold_path_is_not_played_and_is_rewritten(tmp_path, monkeypatch, real_gold, plant):
     cache = ResetCache(str(tmp_path / "resets"))
@@ -175,7 +175,7 @@ BOMB_BYTES = 256 << 20
 """What the bomb entry expands to (zlib makes it ~250 KiB on disk)."""
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_a_zlib_bomb_entry_is_a_miss_in_bounded_memory(tmp_path, monkeypatch, real_gold):
     cache = ResetCache(str(tmp_path / "resets"))
     path, ident = _entry_path_and_ident(cache)

@@ -78,7 +78,7 @@ def test_async_alfworld_gives_the_real_observations(tmp_path):
     _async_matches_sync("ALFWorld-v0", ["look", "inventory"], data_path=str(tmp_path))
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 @pytest.mark.skipif(not _has("textworld"), reason="needs the alfworld extra (textworld)")
 def test_async_textworld_gives_the_real_observations(tmp_path):
     games = []
@@ -95,7 +95,7 @@ def test_async_textworld_gives_the_real_observations(tmp_path):
         os.chdir(here)
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 @pytest.mark.skipif(not _has("scienceworld"), reason="needs the scienceworld extra")
 def test_async_scienceworld_gives_the_real_observations():
     _async_matches_sync("ScienceWorld-v0", ["look around", "inventory"])

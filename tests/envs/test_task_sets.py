@@ -150,7 +150,7 @@ def test_what_is_not_a_set_of_this_env_is_refused_in_one_line(toolqa_set, tmp_pa
     assert "environment.yaml is not valid YAML" in refused("ToolQA-v0", str(broken))
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_alfworld_and_scienceworld_sets_play_as_their_splits(tmp_path):
     pytest.importorskip("alfworld")
     pytest.importorskip("scienceworld")

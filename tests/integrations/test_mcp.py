@@ -28,7 +28,7 @@ def session_with(check, *args):
     return anyio.run(main)
 
 
-@pytest.mark.slow
+@pytest.mark.multiproc
 def test_the_sdk_client_lists_the_tools_with_their_schemas_and_calls_them():
     env = gym.make("ToolQA-v0")
     schemas = {t["function"]["name"]: t["function"] for t in env.unwrapped.tools}
@@ -71,7 +71,7 @@ def test_the_sdk_client_lists_the_tools_with_their_schemas_and_calls_them():
     assert session_with(check) == "2"
 
 
-@pytest.mark.slow
+@pytest.mark.multiproc
 def test_env_kwargs_reach_the_env_and_an_env_without_tools_is_refused():
     async def check(session):
         found = await session.call_tool("search", {"query": "Zuces Works"})

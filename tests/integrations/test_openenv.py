@@ -120,7 +120,8 @@ def test_bad_input_gets_a_clear_error_and_the_server_keeps_serving(toolqa_server
     assert toolqa_server.proc.poll() is None
 
 
-@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.multiproc
 def test_sixteen_concurrent_sessions_hold_with_bounded_memory_and_the_seventeenth_is_refused(toolqa_server):
     server = psutil.Process(toolqa_server.pid)
 
@@ -257,7 +258,8 @@ def test_bodies_over_the_limit_are_refused_short_unread_and_unechoed(limits_serv
     assert http(url)[0] == 200
 
 
-@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.multiproc
 def test_an_idle_session_gives_back_its_slot_and_a_refused_client_is_told_why():
     server = Server("ToolQA-v0", "--max-sessions", "1", "--session-timeout", "2")
     ws_url = server.url.replace("http://", "ws://") + "/ws"
@@ -284,7 +286,9 @@ def test_an_idle_session_gives_back_its_slot_and_a_refused_client_is_told_why():
         server.close()
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.network
+@pytest.mark.multiproc
 def test_concurrent_http_resets_start_at_most_max_sessions_engines():
     pytest.importorskip("scienceworld")
     server = Server("ScienceWorld-v0", "--env-kwargs", json.dumps({"max_turns": 4}), "--max-sessions", "2")
@@ -340,7 +344,9 @@ def test_a_client_that_leaves_without_closing_costs_one_log_line(toolqa_server):
     assert toolqa_server.proc.poll() is None
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.network
+@pytest.mark.multiproc
 def test_alfworld_episode_over_the_wire_equals_in_process():
     pytest.importorskip("alfworld")
     kwargs = {"expert": True, "max_turns": 30}
@@ -354,7 +360,9 @@ def test_alfworld_episode_over_the_wire_equals_in_process():
         server.close()
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.network
+@pytest.mark.multiproc
 def test_server_paths_do_not_reach_clients(tmp_path):
     pytest.importorskip("textworld")
     game = tmp_path / "games" / "one.z8"
@@ -392,7 +400,9 @@ def java_of(pid):
     return {p.pid for p in psutil.Process(pid).children(recursive=True) if p.name() == "java"}
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.network
+@pytest.mark.multiproc
 def test_scienceworld_over_the_wire_equals_in_process_and_a_killed_client_leaks_no_jvm():
     pytest.importorskip("scienceworld")
     kwargs = {"max_turns": 4}

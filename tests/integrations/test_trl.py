@@ -104,7 +104,7 @@ def _play_in_a_spawned_process(payload: bytes):
                                      environments=[env])
 
 
-@pytest.mark.slow
+@pytest.mark.multiproc
 def test_the_factory_and_reward_pickle_and_play_in_a_spawned_process():
     factory = EnvironmentFactory("ToolQA-v0", TOOLQA, seed=3)
     factory()
@@ -131,7 +131,7 @@ def format_warm_up(model, tokenizer, rows, prompts, steps=60):
         optimizer.zero_grad()
 
 
-@pytest.mark.slow
+@pytest.mark.learning
 def test_grpo_trainer_trains_the_tiny_model_on_toolqa_through_the_factory(tiny_path, tmp_path, one_cpu_thread):
     import torch
     from transformers import AutoModelForCausalLM
@@ -178,7 +178,7 @@ def _trl_section() -> str:
     return text[start: text.index("\n## ", start + 1)]
 
 
-@pytest.mark.slow
+@pytest.mark.learning
 def test_the_docs_trl_example_runs_as_written_and_lists_the_tools_once(tmp_path, monkeypatch, one_cpu_thread):
     import re
 

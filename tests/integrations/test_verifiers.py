@@ -35,7 +35,7 @@ def fixed_transcript(tasks):
     return plans
 
 
-@pytest.mark.slow
+@pytest.mark.network
 def test_verifiers_eval_scores_our_env_as_the_leaderboard_does(chat_server, tmp_path, monkeypatch):
     tasks = enumerate_tasks("ToolQA-v0", "valid", TOOLQA, limit=4)
     plans = fixed_transcript(tasks)

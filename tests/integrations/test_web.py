@@ -27,7 +27,9 @@ import agentgym  # noqa: E402,F401
 TOOLQA = {"question_kinds": ["single_hop"], "max_turns": 4, "expert": True}
 
 
-@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.network
+@pytest.mark.multiproc
 def test_a_person_plays_a_toolqa_episode_in_the_browser(tmp_path):
     server = Server("ToolQA-v0", "--web", "--env-kwargs", json.dumps(TOOLQA))
     # the same episode in process: a broken action, then the expert's two actions
@@ -74,7 +76,10 @@ def test_a_person_plays_a_toolqa_episode_in_the_browser(tmp_path):
         assert f"{c['name']}\t{c['type']}\t{c['value']:.3f}" in components
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.browser
+@pytest.mark.network
+@pytest.mark.multiproc
 def test_the_admissible_actions_of_an_embodied_env_are_buttons_that_act():
     pytest.importorskip("alfworld")
     server = Server("ALFWorld-v0", "--web", "--env-kwargs", '{"max_turns": 30}')

@@ -50,7 +50,7 @@ def wait_for_episodes(path, n, proc, within=60.0):
         time.sleep(0.05)
 
 
-@pytest.mark.slow
+@pytest.mark.multiproc
 def test_ctrl_c_stops_the_board_records_nothing_false_and_the_rerun_plays_the_rest(tmp_path):
     out = tmp_path / "run"
     file = out / "episodes" / "slow__ToolQA-v0__test.jsonl"
@@ -81,7 +81,7 @@ def test_ctrl_c_stops_the_board_records_nothing_false_and_the_rerun_plays_the_re
     assert len(episodes(file)) == 6  # each episode once: the interrupted one was played by the rerun
 
 
-@pytest.mark.slow
+@pytest.mark.multiproc
 def test_two_boards_on_one_run_directory(tmp_path):
     out = tmp_path / "run"
     file = out / "episodes" / "slow__ToolQA-v0__test.jsonl"
@@ -140,7 +140,8 @@ class SlowServer:
         self.httpd.server_close()
 
 
-@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.multiproc
 def test_the_board_exits_when_done_without_waiting_for_abandoned_calls(tmp_path):
     server = SlowServer(delay=120.0)
     proc = board(tmp_path / "run", "--limit", "2", "--num-envs", "2", "--agent-timeout", "1",

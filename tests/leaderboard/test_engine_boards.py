@@ -45,7 +45,7 @@ def _rows(rows):
     return {(r["agent"], r["split"]): r for r in rows}
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_alfworld_board_plays_every_game_of_the_split_per_task_type(official_tree, tmp_path):
     rows = _rows(run_board(["expert", "random"], ["ALFWorld-v0"], ["valid_seen"], str(tmp_path),
                            env_kwargs={"data_path": official_tree}, runner=QUIET))
@@ -58,7 +58,7 @@ def test_alfworld_board_plays_every_game_of_the_split_per_task_type(official_tre
     assert random["invalid_action_rate"] == 0.0 and random["repeated_action_rate"] > 0  # admissible, aimless
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_alfworld_levels_on_the_board(official_tree, tmp_path):
     from agentgym.envs.alfworld.levels import HELD_OUT_TYPES, SEEN_TYPES
 
@@ -85,7 +85,7 @@ class PicksTheFirstAction:
         return [Completion(text="<action>1</action>") for _ in prompts]
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_alfworld_board_with_history_observations_and_choices(official_tree, tmp_path):
     from agentgym.leaderboard.agents import PolicyAgent
     from agentgym.leaderboard.cli import plan_blocks, write_reports
@@ -123,7 +123,7 @@ def test_alfworld_board_with_history_observations_and_choices(official_tree, tmp
     assert all(p[1]["content"].startswith("Task: ") and "\n1. " in p[1]["content"] for p in policy.prompts)
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_scienceworld_board_expert_and_random(tmp_path):
     pytest.importorskip("scienceworld")
     rows = _rows(run_board(["expert", "random"], ["ScienceWorld-v0"], ["test"], str(tmp_path),
@@ -154,7 +154,8 @@ def _finished(path: str) -> int:
     return sum(1 for _ in read_jsonl(path))
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.multiproc
 def test_a_run_killed_mid_way_resumes_to_the_same_board(official_tree, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), os.getcwd()) if p)}
     whole, killed = str(tmp_path / "whole"), str(tmp_path / "killed")

@@ -64,7 +64,7 @@ def test_the_final_info_of_a_toolqa_episode_carries_its_terms_as_reward_componen
     binary.close()
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_the_final_info_of_an_alfworld_episode_carries_the_embodied_terms():
     pytest.importorskip("alfworld")
     env = gym.make("ALFWorld-v0", expert=True)

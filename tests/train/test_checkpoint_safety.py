@@ -228,7 +228,7 @@ def test_honest_arrays_and_scalars_still_read_back(tmp_path):
             assert back[key].dtype == value.dtype and back[key].shape == value.shape
 
 
-@pytest.mark.slow
+@pytest.mark.multiproc
 def test_agentgym_eval_refuses_a_dtype_bomb_in_one_line_without_allocating_it(tmp_path):
     # what a 151-byte file made `agentgym eval` do: allocate 2 GB, then refuse the checkpoint
     step = tmp_path / "step"
@@ -266,7 +266,7 @@ def test_a_damaged_cold_start_record_is_one_error_naming_it(tmp_path, text):
     assert read_record(tmp_path) is None
 
 
-@pytest.mark.slow
+@pytest.mark.multiproc
 def test_agentgym_eval_on_a_nested_cold_start_record_says_one_line(tmp_path):
     from agentgym.train.base.records import RECORD_FILE
 

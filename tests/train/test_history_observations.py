@@ -44,7 +44,7 @@ class BackAndForth(Policy):
         return [Completion(text=f"<action>go to {self.places[(k - 1) % 2]}</action>") for k in steps]
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_window_prompts_are_the_latest_observation_and_anchors_the_engine_text(root):
     envs = make_env_batch("ALFWorld-v0", 1, 2, "sync", {"data_path": root, "split": "train_all", **HISTORY})
     try:

@@ -112,7 +112,7 @@ def test_the_tiny_rooms_preset_is_made_by_the_env_with_a_constrained_choice_and_
     assert preset_kwargs("tiny-rooms", "ToolQA-v0") == {}
 
 
-@pytest.mark.slow
+@pytest.mark.learning
 def test_a_cold_start_output_starts_rl_and_eval_on_the_env_it_recorded(tmp_path, capsys):
     """`auto` with a model directory that records env kwargs (a cold start of the tiny model)
     replays them, so RL from it plays what the cold start played."""
@@ -134,7 +134,8 @@ def test_a_cold_start_output_starts_rl_and_eval_on_the_env_it_recorded(tmp_path,
     assert trained_env_kwargs(final, "ALFWorld-v0") == {}  # it records nothing for another env
 
 
-@pytest.mark.slow
+@pytest.mark.learning
+@pytest.mark.multiproc
 def test_vspo_on_a_checkpoint_directory_prints_and_records_the_envs_defaults(checkpoint, tmp_path):
     """`trainers/vspo.py --model DIR`, one step: the startup line names the preset and the env
     kwargs, the checkpoint records them, and `agentgym eval` replays them."""

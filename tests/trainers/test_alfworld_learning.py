@@ -36,7 +36,8 @@ def small_l0_run(output_dir: str, seed: int, num_steps: int = 50):
                  tensorboard=False)
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.learning
 def test_self_imitation_raises_l0_success_over_its_cold_start(tmp_path, one_cpu_thread):
     result = rft.main(small_l0_run(str(tmp_path / "run"), seed=0))
     before, after = result.evaluation["before"]["success_rate"], result.evaluation["after"]["success_rate"]

@@ -32,7 +32,7 @@ def lags(log):
     return [r["async/version_lag"] for r in log]
 
 
-@pytest.mark.slow
+@pytest.mark.learning
 def test_an_async_run_is_reproducible_and_its_lag_follows_the_schedule(tmp_path, cold_model):
     kw = dict(model=cold_model, num_steps=5, num_groups=2, group_size=4, max_new_tokens=40, save_every=3,
               async_steps=1)
@@ -49,7 +49,7 @@ def test_an_async_run_is_reproducible_and_its_lag_follows_the_schedule(tmp_path,
     assert lags(rows(tmp_path / "k2")) == [0.0, 1.0, 2.0, 2.0, 2.0]
 
 
-@pytest.mark.slow
+@pytest.mark.learning
 def test_a_killed_async_run_resumes_as_if_it_never_stopped(tmp_path, cold_model):
     kw = dict(model=cold_model, num_groups=2, group_size=4, max_new_tokens=40, save_every=2, async_steps=1)
     grpo.main(small_config(tmp_path / "full", num_steps=4, **kw))
@@ -63,7 +63,7 @@ def test_a_killed_async_run_resumes_as_if_it_never_stopped(tmp_path, cold_model)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-@pytest.mark.slow
+@pytest.mark.learning
 def test_vspo_resamples_and_dapo_oversamples_with_the_batch_version(tmp_path, cold_model):
     kw = dict(model=cold_model, num_steps=3, num_groups=4, group_size=4, max_new_tokens=40, num_epochs=1,
               num_minibatches=1, save_every=0, async_steps=1)
@@ -76,7 +76,7 @@ def test_vspo_resamples_and_dapo_oversamples_with_the_batch_version(tmp_path, co
     assert lags(rows(tmp_path / "dapo")) == [0.0, 1.0, 1.0]
 
 
-@pytest.mark.slow
+@pytest.mark.learning
 def test_gcd_judge_samples_take_the_current_weights_as_their_denominator(tmp_path, cold_model):
     cfg = small_config(tmp_path, cls=gcd.GCDTrainConfig, model=cold_model, num_steps=2, num_groups=2, group_size=4,
                        max_new_tokens=40, num_epochs=1, num_minibatches=1, save_every=0, async_steps=1)

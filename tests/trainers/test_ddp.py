@@ -158,7 +158,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.slow
+@pytest.mark.learning
+@pytest.mark.multiproc
 def test_one_step_on_two_ranks_is_the_one_process_step(tmp_path, tiny_path):
     """Rank 0 plays 7 samples, rank 1 one (fewer micro-batches) or none. Measured max abs weight
     difference to one process after the step (which moves weights by >1e-3): 4e-9 (all-reduce),
@@ -225,7 +226,8 @@ def _weights(run_dir, step):
     return load_file(str(run_dir / "checkpoints" / f"step_{step}" / "model.safetensors"))
 
 
-@pytest.mark.slow
+@pytest.mark.learning
+@pytest.mark.multiproc
 def test_torchrun_two_processes_train_like_one(tmp_path):
     """Two steps of GRPO at temperature 0 (greedy: episodes are deterministic, so one process and
     two play the same global batch) from a checkpoint whose weights were moved off the reference

@@ -26,7 +26,7 @@ def root(tmp_path_factory):
     return out
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_expert_samples_prompt_with_the_latest_observation_only(root, tiny_path):
     tok = load_tokenizer(tiny_path)
     env = gym.make("ALFWorld-v0", data_path=root, split="train_all", expert=True, **OPTIONS)
@@ -40,7 +40,8 @@ def test_expert_samples_prompt_with_the_latest_observation_only(root, tiny_path)
     env.close()
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.learning
 def test_a_checkpoint_trained_with_the_options_is_evaluated_and_boarded_with_them(root, tmp_path, tiny_path):
     from agentgym.cli import main as cli_main
     from agentgym.envs.data_settings import DataSettingError

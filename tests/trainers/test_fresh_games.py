@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import fresh_games  # noqa: E402
 
 
-@pytest.mark.slow
+@pytest.mark.learning
 def test_fresh_games_are_the_streams_later_tasks_and_pair_the_models(cold_model, tmp_path):
     out = tmp_path / "fresh.json"
     first = fresh_games.main(["--models", cold_model, cold_model, "--cold-start", cold_model, "--seed", "3",

@@ -108,7 +108,8 @@ def test_a_down_external_judge_is_a_logged_skip_and_the_run_goes_on(tmp_path, ca
     assert "external judge unavailable" in capsys.readouterr().err
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.learning
 def test_gcd_runs_alfworld_in_the_window_layout(tmp_path):
     result = gcd.main(small_config(tmp_path, cls=gcd.GCDTrainConfig, env_id="ALFWorld-v0",
                                    env_kwargs='{"max_turns": 3}', layout="window", window=1, num_groups=1,

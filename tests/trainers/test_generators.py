@@ -70,7 +70,8 @@ def sampled_ids(episode):
     return [t for t, m in zip(episode.concat_ids, episode.concat_mask) if m]
 
 
-@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.learning
 @pytest.mark.timeout(300)
 def test_grpo_trains_on_the_servers_token_ids_and_reloads_it_every_step(tmp_path, chat_server, tiny_path):
     loaded = serve_tiny_model(chat_server)
@@ -110,7 +111,8 @@ def test_grpo_trains_on_the_servers_token_ids_and_reloads_it_every_step(tmp_path
     assert [row["generator/retokenized"] for row in result.history] == [0.0, 0.0]
 
 
-@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.learning
 @pytest.mark.timeout(300)
 def test_a_server_that_reports_no_ids_gets_its_text_retokenized_and_logged(tmp_path, chat_server, capfd):
     loaded = serve_tiny_model(chat_server)
@@ -129,7 +131,7 @@ def test_a_server_that_reports_no_ids_gets_its_text_retokenized_and_logged(tmp_p
     assert "reported no token ids" in capfd.readouterr().err
 
 
-@pytest.mark.slow
+@pytest.mark.network
 @pytest.mark.timeout(120)
 def test_a_server_that_never_answers_is_a_clear_error_within_the_timeout(tmp_path, chat_server):
     serve_tiny_model(chat_server)
@@ -232,7 +234,7 @@ def fake_vllm(calls):
     return module
 
 
-@pytest.mark.slow
+@pytest.mark.learning
 @pytest.mark.timeout(300)
 def test_vllm_generator_sleeps_through_each_update_and_gets_the_new_weights(tmp_path, monkeypatch):
     calls = []
@@ -255,7 +257,8 @@ def test_vllm_generator_sleeps_through_each_update_and_gets_the_new_weights(tmp_
     assert all(row["time/generator_sync"] >= 0 for row in result.history)
 
 
-@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.learning
 @pytest.mark.timeout(300)
 def test_an_async_run_has_the_server_load_each_version_before_the_batch_it_plays(tmp_path, chat_server, tiny_path):
     loaded = serve_tiny_model(chat_server)

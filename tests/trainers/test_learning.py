@@ -36,7 +36,7 @@ def eval_reward(path):
     return result["prs_return"]
 
 
-@pytest.mark.slow
+@pytest.mark.learning
 def test_grpo_raises_reward_after_sft_cold_start(tmp_path):
     cold = sft.main(build(SFTRunConfig, model="tiny", preset="none", env_kwargs=TOOLQA_SMALL, num_steps=100, num_episodes=128, learning_rate=3e-3, lr_schedule="constant",
                              output_dir=str(tmp_path / "sft"), seed=SEED, quiet=True))
@@ -51,7 +51,7 @@ def test_grpo_raises_reward_after_sft_cold_start(tmp_path):
     assert len(history) == steps
 
 
-@pytest.mark.slow
+@pytest.mark.learning
 def test_the_main_job_raises_held_out_success(tmp_path):
     """`python trainers/vspo.py` as the README runs it, on its defaults (seed 0): the tiny-wide
     cold start, then VSPO, then 256 held-out `valid` episodes before and after.

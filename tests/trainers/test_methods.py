@@ -83,7 +83,8 @@ def test_gigpo_and_dapo_smoke_on_toolqa(tmp_path, cold_model, trainer, cls):
     assert any(k.startswith(prefix + "/") for k in result.history[0])
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.learning
 @pytest.mark.parametrize("trainer", [grpo, vspo, gigpo, dapo])
 def test_every_trainer_runs_alfworld_in_the_window_layout(tmp_path, trainer):
     cls = {grpo: None, vspo: vspo.VSPOTrainConfig, gigpo: gigpo.GiGPOTrainConfig, dapo: dapo.DAPOTrainConfig}[trainer]

@@ -42,7 +42,7 @@ def test_ppo_under_fsdp_is_refused_when_the_flags_are_parsed(monkeypatch):
         build(ppo.PPOTrainConfig, fsdp=True, model="tiny", cold_start={"num_steps": 0}).validate()
 
 
-@pytest.mark.slow
+@pytest.mark.learning
 def test_the_value_head_is_in_the_optimizer_and_trains_with_the_policy(tmp_path, cold_model):
     # window layout, 2 epochs x 2 minibatches: the clipped value loss has values that moved to clip
     cfg = small_config(tmp_path, cls=ppo.PPOTrainConfig, model=cold_model, num_steps=2, num_groups=4, group_size=1,
@@ -68,7 +68,7 @@ def test_the_value_head_is_in_the_optimizer_and_trains_with_the_policy(tmp_path,
     assert [e.name for e in rebuilt.items] == ["ppo"]
 
 
-@pytest.mark.slow
+@pytest.mark.learning
 def test_ppo_resume_matches_an_uninterrupted_run_bitwise_value_head_included(tmp_path, cold_model):
     # 2 epochs x 2 minibatches with KL (small_config): old log-probabilities, the reference and the
     # head's optimizer moments all carry over the cut
@@ -89,7 +89,8 @@ def test_ppo_resume_matches_an_uninterrupted_run_bitwise_value_head_included(tmp
     assert all(torch.equal(heads[0][k], heads[1][k]) for k in ("weight", "bias"))
 
 
-@pytest.mark.slow
+@pytest.mark.learning
+@pytest.mark.multiproc
 def test_trainers_ppo_runs_on_toolqa_and_evaluates(tmp_path, cold_model):
     out = subprocess.run([sys.executable, os.path.join(ROOT, "trainers", "ppo.py"), "--model", cold_model,
                           "--num-steps", "3", "--num-groups", "8", "--max-new-tokens", "24", "--eval-episodes", "8",

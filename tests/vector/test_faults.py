@@ -170,7 +170,7 @@ def _run_script(body: str, setup: str = "", vec_kwargs: str = "") -> subprocess.
                             text=True, start_new_session=True, preexec_fn=_ignore_sigint)
 
 
-@pytest.mark.slow
+@pytest.mark.multiproc
 def test_ctrl_c_in_the_parent_leaves_no_workers_or_engines():
     proc = _run_script("time.sleep(60)")
     workers = [int(p) for p in proc.stdout.readline().split()]
@@ -191,7 +191,7 @@ def _children_appear(proc: subprocess.Popen, count: int, within: float = 30.0) -
     raise AssertionError(f"{count} workers did not start within {within}s")
 
 
-@pytest.mark.slow
+@pytest.mark.multiproc
 def test_ctrl_c_while_workers_build_their_envs_exits_at_once_and_leaves_nothing():
     setup = """
         print("starting", flush=True)
@@ -209,7 +209,7 @@ def test_ctrl_c_while_workers_build_their_envs_exits_at_once_and_leaves_nothing(
     assert wait_gone(workers)
 
 
-@pytest.mark.slow
+@pytest.mark.multiproc
 def test_ctrl_c_while_spawned_workers_start_reaches_the_parent_only():
     setup = """
         print("starting", flush=True)
@@ -227,7 +227,7 @@ def test_ctrl_c_while_spawned_workers_start_reaches_the_parent_only():
     assert wait_gone(workers)
 
 
-@pytest.mark.slow
+@pytest.mark.multiproc
 def test_a_parent_killed_outright_takes_its_workers_and_engines_with_it():
     proc = _run_script("time.sleep(60)")
     workers = [int(p) for p in proc.stdout.readline().split()]

@@ -12,7 +12,7 @@ import test_ready_first as ready
 from agentgym.vector import make_vec
 
 ray = pytest.importorskip("ray")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.multiproc]
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("ray")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.multiproc, pytest.mark.network]
 ROOT = Path(__file__).resolve().parents[2]
 RAY = str(Path(sys.executable).parent / "ray")  # the CLI installed beside this Python
 

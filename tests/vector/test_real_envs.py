@@ -65,7 +65,8 @@ def test_gym_make_vec_on_toolqa_and_prs_stage_for_the_batch():
     vec.close()
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.multiproc
 @_needs("ALFWorld-v0")
 def test_alfworld_group_and_a_killed_worker():
     vec = make_vec("ALFWorld-v0", 4, group_size=2, backend="process")
@@ -82,7 +83,8 @@ def test_alfworld_group_and_a_killed_worker():
     vec.close()
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.multiproc
 @_needs("ScienceWorld-v0")
 def test_scienceworld_jvms_are_gone_after_a_kill_and_after_close():
     vec = make_vec("ScienceWorld-v0", 2, group_size=2, backend="process")

@@ -111,7 +111,8 @@ def _show(page, url_hash):
     assert page.inner_text("#error") == ""
 
 
-@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.network
 def test_a_real_run_shows_its_curves_episodes_and_transcripts(page, viewer, dirs):
     _open(page, viewer)
     assert page.locator("#sources tr").count() == 5
@@ -139,7 +140,8 @@ def test_a_real_run_shows_its_curves_episodes_and_transcripts(page, viewer, dirs
     assert page.errors == []
 
 
-@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.network
 def test_a_group_side_by_side_and_a_task_at_two_steps(page, viewer, dirs):
     _open(page, viewer + "#/episodes/0?file=step_1")
     _click(page, "#rows a.grp")
@@ -159,7 +161,8 @@ def test_a_group_side_by_side_and_a_task_at_two_steps(page, viewer, dirs):
     assert page.errors == []
 
 
-@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.network
 def test_a_board_shows_its_episodes_by_agent_env_and_split(page, viewer, dirs):
     _open(page, viewer + "#/src/1")
     table = page.inner_text("#board")
@@ -178,7 +181,8 @@ def test_a_board_shows_its_episodes_by_agent_env_and_split(page, viewer, dirs):
     assert page.errors == []
 
 
-@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.network
 def test_hostile_text_is_shown_as_text_and_never_run(page, viewer):
     _open(page, viewer + "#/episodes/2?file=step_1")
     assert "<script>window.pwned='task'</script>" in page.inner_text("#rows")
@@ -208,7 +212,8 @@ def test_hostile_text_is_shown_as_text_and_never_run(page, viewer):
     assert page.inner_text("#left-out") == "left out: \nepisodes/step_2.jsonl: a link to a file outside the run"
 
 
-@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.network
 def test_a_run_of_thousands_of_episodes_loads_one_page_of_rows(page, viewer):
     asked = []
     page.on("response", lambda r: asked.append(r) if "/api/episodes?" in r.url else None)
@@ -224,7 +229,7 @@ def test_a_run_of_thousands_of_episodes_loads_one_page_of_rows(page, viewer):
     assert page.errors == []
 
 
-@pytest.mark.slow
+@pytest.mark.browser
 def test_static_pages_open_from_disk(page, dirs):
     out = dirs["root"] / "site"
     subprocess.run([sys.executable, "-m", "agentgym.cli", "view", str(dirs["run"]), str(dirs["board"]),
