@@ -37,3 +37,18 @@ def test_a_test_marked_with_a_reason_is_slow_and_left_out_of_the_quick_tier(tmp_
     assert quick.returncode == 0, quick.stdout[-3000:] + quick.stderr[-3000:]
     assert sorted(line.split("::")[1] for line in quick.stdout.splitlines() if "::" in line) == ["test_gpu",
                                                                                                  "test_quick"]
+
+
+def test_every_run_prints_its_25_slowest_tests(tmp_path):
+    (tmp_path / "test_tiers.py").write_text("def test_one():\n    pass\n")
+    run = _pytest(tmp_path, "-o", f"addopts={_addopts()}")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "slowest 25 durations" in run.stdout
+
+
+def _addopts() -> str:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
