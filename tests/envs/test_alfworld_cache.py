@@ -349,16 +349,15 @@ def test_the_cached_engine_leaves_sys_argv_alone(games, tmp_path):
 
 @pytest.mark.engine
 def test_the_env_option_cache_false_plays_on_textworlds_engine_and_agrees(games, tmp_path, monkeypatch):
-    from textworld.envs import PddlEnv
-
     from agentgym.envs.alfworld.cached_pddl import CachedPddlEnv
+    from agentgym.envs.alfworld.checked_pddl import CheckedPddlEnv
 
     root, _ = games
     monkeypatch.setenv("AGENTGYM_CACHE", str(tmp_path / "agentgym-cache"))
     cached = gym.make("ALFWorld-v0", data_path=root, expert=True)
     plain = gym.make("ALFWorld-v0", data_path=root, expert=True, cache=False)
     assert type(cached.unwrapped._raw_engine.unwrapped) is CachedPddlEnv
-    assert type(plain.unwrapped._raw_engine.unwrapped) is PddlEnv
+    assert type(plain.unwrapped._raw_engine.unwrapped) is CheckedPddlEnv  # textworld's PddlEnv, grammar checked
     for seed in (0,):
         obs_c, info_c = cached.reset(seed=seed)
         obs_p, info_p = plain.reset(seed=seed)
