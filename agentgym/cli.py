@@ -94,20 +94,22 @@ def _make(args, **fixed):
     """The env ``args`` name; a setting the env refuses is one line on stderr, not a traceback."""
     import gymnasium as gym
 
-    from agentgym.envs.env_ids import registered_env_id
+    from agentgym.envs.env_ids import keyword_problem, make_error_text, registered_env_id
 
     if args.seed < 0:
         raise SystemExit(f"agentgym {args.command}: --seed must be an integer >= 0, got {args.seed}")
     try:
-        args.env_id = registered_env_id(args.env_id)  # a user's env as module:EnvId
+        args.env_id = registered_env_id(args.env_id)  # a user's env as module:EnvId; the closest id if unknown
     except ValueError as e:
         raise SystemExit(f"agentgym {args.command}: {e}") from None
-    if args.env_id not in gym.registry:
-        raise SystemExit(f"agentgym {args.command}: unknown env id {args.env_id!r}; `agentgym list` shows the env ids")
+    kwargs = _env_kwargs(args)
+    problem = keyword_problem(args.env_id, kwargs)
+    if problem is not None:
+        raise SystemExit(f"agentgym {args.command}: --kwarg: {problem}")
     try:
-        return gym.make(args.env_id, **fixed, **_env_kwargs(args))
+        return gym.make(args.env_id, **fixed, **kwargs)
     except (gym.error.Error, ValueError, TypeError) as e:  # gym.error: a missing extra, a deprecated version
-        raise SystemExit(f"agentgym {args.command}: {args.env_id}: {e}") from None
+        raise SystemExit(f"agentgym {args.command}: {args.env_id}: {make_error_text(e)}") from None
 
 
 def _what_you_can_do(info: dict, choice: bool = False) -> str:

@@ -143,6 +143,7 @@ def write_expert_jsonl(path: str | Path, env_id: str, num_episodes: int, **kwarg
 
 def main(argv: list[str] | None = None) -> int:
     import agentgym  # noqa: F401  registers the envs
+    from agentgym.envs.env_ids import make_error_text, require_registered
     from agentgym.output_paths import OutputPathError, check_output_file, disk_full, disk_full_message
 
     parser = argparse.ArgumentParser(prog="agentgym expert-data", description=__doc__,
@@ -163,12 +164,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.seed < 0:
         refuse(f"--seed must be an integer >= 0, got {args.seed}")
     env_kwargs = {"split": args.split} if args.split else {}
-    if args.env_id not in gym.registry:
-        refuse(f"unknown env id {args.env_id!r}; `agentgym list` shows the env ids")
+    try:
+        require_registered(args.env_id)  # an unknown id names the closest registered one
+    except ValueError as e:
+        refuse(str(e))
     try:  # a bad split is refused before anything is played (envs are cheap to make)
         gym.make(args.env_id, expert=True, **env_kwargs).close()
     except (gym.error.Error, ValueError, TypeError) as e:  # a missing extra; a split the env has not
-        refuse(f"{args.env_id}: {e}")
+        refuse(f"{args.env_id}: {make_error_text(e)}")
     try:
         check_output_file(args.out, "--out")
     except OutputPathError as e:

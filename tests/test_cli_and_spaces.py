@@ -21,6 +21,20 @@ def test_demo_prints_a_solved_transcript(capsys):
     assert "[action]" in out and "success=True" in out
 
 
+@pytest.mark.parametrize("argv,message", [
+    (["demo", "ToolQA-v0", "--kwarg", "max_turn=3"],
+     "agentgym demo: --kwarg: ToolQA-v0 has no argument 'max_turn'; did you mean 'max_turns'?"),
+    (["demo", "ToolQA-v2"], "agentgym demo: unknown env id 'ToolQA-v2'; did you mean 'ToolQA-v0'? `agentgym list` "
+                            "shows the env ids"),
+    (["play", "ALFWorld-v1"], "agentgym play: unknown env id 'ALFWorld-v1'; did you mean 'ALFWorld-v0'? `agentgym "
+                              "list` shows the env ids"),
+])
+def test_a_misspelt_env_id_or_kwarg_is_one_short_line_with_the_closest(argv, message):
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == message  # the useful part only: no keyword list, no gymnasium wrapping
+
+
 def test_play_reads_actions_from_a_terminal():
     script = "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": \"founded\"}}</tool_call>\n:actions\n<answer>x</answer>\n"
     done = subprocess.run([sys.executable, "-m", "agentgym.cli", "play", "ToolQA-v0", "--seed", "1"], input=script,

@@ -319,15 +319,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", default=None, help="where to cache (default $AGENTGYM_CACHE/models)")
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")
     args = parser.parse_args(argv)
-    import gymnasium as gym
-
     import agentgym  # noqa: F401  registers the envs
+    from agentgym.envs.env_ids import require_registered
     from agentgym.output_paths import OutputPathError, check_output_dir
 
     for env_id in args.env_id or []:  # an env that cannot be made is skipped, so a typo would build without it
-        if env_id not in gym.registry:
-            parser.exit(2, f"agentgym tiny-model: error: --env-id {env_id!r} is not a registered env; "
-                           "`agentgym list` prints the env ids\n")
+        try:
+            require_registered(env_id)
+        except ValueError as e:
+            parser.exit(2, f"agentgym tiny-model: error: --env-id: {e}\n")
     try:
         check_output_dir(args.cache_dir or default_cache_dir(), "--cache-dir")
     except OutputPathError as e:

@@ -72,15 +72,18 @@ def check_env(env_id: str, kwargs: dict) -> None:
     import gymnasium as gym
 
     import agentgym  # noqa: F401  registers the envs
+    from agentgym.envs.env_ids import make_error_text, require_registered
 
-    if env_id not in gym.registry:
-        raise SystemExit(f"unknown env id {env_id!r}; `agentgym list` shows the registered ones")
+    try:
+        require_registered(env_id)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     try:
         gym.make(env_id, **kwargs).close()
     except gym.error.DependencyNotInstalled as e:
         raise SystemExit(str(e)) from None
     except (TypeError, ValueError, KeyError) as e:
-        raise SystemExit(f"cannot make {env_id} with --env-kwargs {json.dumps(kwargs)}: {e}") from None
+        raise SystemExit(f"cannot make {env_id} with --env-kwargs {json.dumps(kwargs)}: {make_error_text(e)}") from None
 
 
 def bind(host: str, port: int) -> socket.socket:

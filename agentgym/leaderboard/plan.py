@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentgym.envs.base import AgentEnv
-from agentgym.envs.env_ids import env_creator
+from agentgym.envs.env_ids import env_creator, require_registered
 from agentgym.envs.task_refs import task_list_hash
 from agentgym.leaderboard.agents import BOARD_KWARGS, SCORING_KWARGS
 from agentgym.leaderboard.calls import describe
@@ -58,16 +58,13 @@ def check_options(repeats: int, limit: int | None, num_envs: int, agent_timeout:
 
 
 def check_env_ids(env_ids) -> None:
-    import gymnasium as gym
-
     if not env_ids:
         raise BoardError("no env to play: name one or more with --envs")
     for env_id in env_ids:
         try:
-            gym.spec(env_id)
-        except gym.error.Error as e:
-            raise BoardError(f"unknown env {env_id!r} ({describe(e)}); `agentgym list` shows the env ids, and a "
-                             "user's env is named module:EnvId") from None
+            require_registered(env_id)
+        except ValueError as e:  # the closest registered id, as every command says it
+            raise BoardError(f"--envs: {e}") from None
         if family(env_id) == OTHER:
             try:
                 env_class = env_creator(env_id)

@@ -267,11 +267,9 @@ def _argument_problem(args: argparse.Namespace) -> str | None:
     if args.prs_stage is not None and not (math.isfinite(args.prs_stage) and args.prs_stage >= 0):
         return f"--prs-stage must be a finite number >= 0 (or left out: the final stage), got {args.prs_stage}"
     try:
-        args.env_id = registered_env_id(args.env_id)  # a user's env as module:EnvId
+        args.env_id = registered_env_id(args.env_id)  # a user's env as module:EnvId; the closest id if unknown
     except ValueError as e:
         return f"--env-id: {e}"
-    if args.env_id not in gym.registry:
-        return f"--env-id {args.env_id!r} is not a registered env; `agentgym list` prints the env ids"
     if args.base_url is not None:
         url = urllib.parse.urlparse(args.base_url)
         if url.scheme not in ("http", "https") or not url.netloc:

@@ -9,9 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import gymnasium as gym
-
 import agentgym.envs  # noqa: F401  registers the envs
+from agentgym.envs.env_ids import require_registered
 from agentgym.train.base.errors import ConfigError, at_least, finite
 from agentgym.train.config.env_check import check_env
 from agentgym.train.config.presets import check_preset, describe, parse_env_kwargs, resolve_env_kwargs
@@ -111,11 +110,10 @@ class EnvConfig:
     def validate(self) -> None:
         """The env settings' own checks: a registered env id, a known preset, ``--env-kwargs`` a JSON
         object, the numbers in range (the env itself is made by :meth:`check_env`)."""
-        if self.env_id not in gym.registry:
-            known = sorted(k for k in gym.registry if not k.startswith(("CartPole", "Acrobot")))
-            close = [k for k in known if self.env_id.lower() in k.lower() or k.lower() in self.env_id.lower()]
-            hint = f"; did you mean {close[0]!r}?" if close else "; `agentgym list` prints the env ids"
-            raise ConfigError(f"--env-id {self.env_id!r} is not a registered env{hint}")
+        try:
+            require_registered(self.env_id)  # imports nothing: a recorded config's id cannot choose code to run
+        except ValueError as e:
+            raise ConfigError(f"--env-id: {e}") from None
 
         try:
             check_preset(self.preset)

@@ -10,8 +10,6 @@ for the process, so validating a config twice makes its env once.
 
 from __future__ import annotations
 
-import difflib
-import inspect
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -19,34 +17,14 @@ from typing import Any
 import gymnasium as gym
 
 import agentgym.envs  # noqa: F401  registers the envs
-from agentgym.envs.env_ids import env_creator
+from agentgym.envs.env_ids import env_keywords, keyword_problem, make_error_text
 from agentgym.train.base.errors import ConfigError
+
+__all__ = ["check_env", "env_keywords"]  # env_keywords lives with the env ids; kept importable here
 
 _passed: set[str] = set()
 # What a failed make can raise for a bad setting; anything else is a bug and keeps its traceback.
 _SETTING_ERRORS: tuple[type[BaseException], ...] = (ValueError, TypeError, KeyError, ImportError, OSError)
-
-
-def env_keywords(env_id: str) -> list[str] | None:
-    """The keyword arguments ``gym.make(env_id, ...)`` accepts, following ``**kwargs`` up the env
-    class's bases; None when some callable takes any keyword (nothing can be refused up front)."""
-    creator = env_creator(env_id)
-    chain = [c for c in creator.__mro__ if "__init__" in vars(c)] if isinstance(creator, type) else [creator]
-    names: list[str] = []
-    for target in chain:
-        if target is object:
-            return names
-        params = list(inspect.signature(target.__init__ if isinstance(target, type) else target).parameters.values())
-        names += [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"]
-        if not any(p.kind == p.VAR_KEYWORD for p in params):
-            return names
-    return None
-
-
-def _one_line(error: BaseException) -> str:
-    # gymnasium appends the creator's whole kwargs (system prompts included) to a TypeError
-    text = str(error).split(" was raised from the environment creator")[0]
-    return " ".join(text.split()) or type(error).__name__
 
 
 def check_env(env_id: str, kwargs: Mapping[str, Any], splits: Mapping[str, str | Sequence[str]],
@@ -61,19 +39,15 @@ def check_env(env_id: str, kwargs: Mapping[str, Any], splits: Mapping[str, str |
         key = None
     if key is not None and key in _passed:
         return
-    accepted = env_keywords(env_id)
-    if accepted is not None:
-        unknown = [k for k in kwargs if k not in accepted]
-        if unknown:
-            close = difflib.get_close_matches(unknown[0], accepted, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f" (it takes: {', '.join(sorted(set(accepted)))})"
-            raise ConfigError(f"{kwargs_flag}: {env_id} has no argument {unknown[0]!r}{hint}")
+    problem = keyword_problem(env_id, kwargs)
+    if problem is not None:
+        raise ConfigError(f"{kwargs_flag}: {problem}")
     try:
         env = gym.make(env_id, **kwargs)
     except gym.error.Error as e:  # a missing extra, a deprecated id
-        raise ConfigError(f"--env-id {env_id}: {_one_line(e)}") from None
+        raise ConfigError(f"--env-id {env_id}: {make_error_text(e)}") from None
     except _SETTING_ERRORS as e:
-        raise ConfigError(f"{kwargs_flag}: {env_id} refused its arguments: {_one_line(e)}") from None
+        raise ConfigError(f"{kwargs_flag}: {env_id} refused its arguments: {make_error_text(e)}") from None
     try:
         lister = getattr(env.unwrapped, "task_ids", None)  # agentgym's envs have it; any gym env may run
         for flag, names in splits.items() if lister is not None else ():
@@ -81,7 +55,7 @@ def check_env(env_id: str, kwargs: Mapping[str, Any], splits: Mapping[str, str |
                 try:
                     lister(split)
                 except _SETTING_ERRORS as e:
-                    raise ConfigError(f"{flag} {split!r}: {_one_line(e)}") from None
+                    raise ConfigError(f"{flag} {split!r}: {make_error_text(e)}") from None
     finally:
         env.close()
     if key is not None:
