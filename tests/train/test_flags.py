@@ -79,6 +79,27 @@ def test_a_former_flag_fails_in_one_line_naming_the_current_one(argv, message, c
     assert e.value.code == 2 and capsys.readouterr().err == f"error: {message}\n"
 
 
+@pytest.mark.parametrize("argv,message", [
+    (["--num-step", "3"], "unknown flag --num-step; did you mean --num-steps? (--help lists every flag)"),
+    (["--lerning-rate=1e-5"], "unknown flag --lerning-rate; did you mean --learning-rate? (--help lists every flag)"),
+    (["--cold-start.num-step", "2"],
+     "unknown flag --cold-start.num-step; did you mean --cold-start.num-steps? (--help lists every flag)"),
+    (["--no-progres"], "unknown flag --no-progres; did you mean --no-progress? (--help lists every flag)"),
+    (["--zzzz", "1"], "unknown flag --zzzz (--help lists every flag)"),
+])
+def test_a_misspelt_flag_fails_in_one_line_naming_the_closest(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        parse(TrainConfig, ["--eval-episodes", "0"] + argv)
+    assert e.value.code == 2 and capsys.readouterr().err == f"error: {message}\n"
+
+
+def test_every_spelling_tyro_takes_still_parses(tmp_path):
+    config = parse(TrainConfig, ["--num_steps", "3", "--cold-start.num-steps=0", "--no-progress", "--eval-episodes",
+                                 "0", "--output-dir", str(tmp_path), "--resume", "--env_kwargs={\"top_k\": 1}"])
+    assert (config.run.num_steps, config.cold_start.num_steps, config.run.progress) == (3, 0, False)
+    assert config.run.resume == "auto" and config.env.env_kwargs == '{"top_k": 1}'
+
+
 def test_build_refuses_a_former_name_naming_the_current_one():
     with pytest.raises(TypeError, match=r"TrainConfig has no setting 'cold_start_steps' \(cold_start_steps is now "
                                         r"cold_start.num_steps\)"):

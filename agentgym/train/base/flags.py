@@ -27,6 +27,7 @@ import argparse
 import ast
 import copy
 import dataclasses
+import difflib
 import functools
 import inspect
 import sys
@@ -294,6 +295,26 @@ def reject_former_flags(cls: type, argv: list[str]) -> None:
         name = arg.partition("=")[0]
         if name in renamed:
             raise ConfigError(f"{name} was renamed {renamed[name]}")
+
+
+def reject_unknown_flags(cls: type, argv: list[str]) -> None:
+    """Raise :class:`~agentgym.train.base.errors.ConfigError` naming the closest flag when ``argv``
+    holds a flag no setting of ``cls`` has (``--num-step``): one line, where tyro would draw a box
+    listing several near flags. Spellings tyro takes (``--num_steps``, ``--flag=value``) pass."""
+    known = {"--help", "-h"}
+    for s in settings(cls):
+        if not s.hidden:
+            known.update((s.flag, s.negative_flag) if s.is_bool else (s.flag,))
+    for arg in argv:
+        if arg == "--":
+            break
+        name = arg.partition("=")[0]
+        # --tyro-print-completion / --tyro-write-completion: tyro's own, for shell completion
+        if not name.startswith("--") or name.replace("_", "-") in known or name.startswith(("--tyro-", "--tyro_")):
+            continue
+        close = difflib.get_close_matches(name.replace("_", "-"), sorted(known), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise ConfigError(f"unknown flag {name}{hint} (--help lists every flag)")
 
 
 def build(config_cls: type[C], _default: C | None = None, **values: Any) -> C:

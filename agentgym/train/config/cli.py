@@ -13,7 +13,7 @@ from agentgym.locks import DirectoryInUse
 from agentgym.output_paths import OutputPathError, check_output_dir, disk_full
 from agentgym.settings import checks_deferred
 from agentgym.train.base.errors import ConfigError
-from agentgym.train.base.flags import reject_former_flags
+from agentgym.train.base.flags import reject_former_flags, reject_unknown_flags
 from agentgym.train.config.recipes import RECIPES, apply_recipe, recipe_from_argv
 
 C = TypeVar("C")
@@ -59,6 +59,7 @@ def parse(config_cls: type[C], argv: list[str] | None = None, description: str |
     with exit_on_config_error():
         reject_former_flags(config_cls, argv)
         recipe, argv = recipe_from_argv(argv)
+        reject_unknown_flags(config_cls, argv)
         if recipe is not None:
             default = apply_recipe(config_cls, default if default is not None else config_cls(), recipe)
     description = (f"{description or ''}\n\n--recipe NAME: start from a named run recipe ({', '.join(RECIPES)}; "
