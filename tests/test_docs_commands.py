@@ -1,8 +1,8 @@
 """Every shell command in README.md and docs/*.md runs as written, at a tiny size.
 
-The commands are read from the ```bash blocks, in order (later commands use what earlier ones
-wrote, e.g. ``--model runs/sft/final``), and run in a scratch directory that holds the repo's
-``trainers/`` and ``benchmarks/``, and every module a page has the reader save (a ```python block
+The commands are read from the ```bash blocks, page by page (one test case each) and in order
+(later commands use what earlier ones wrote, e.g. ``--model runs/sft/final``), and run in one
+scratch directory that holds the repo's ``trainers/`` and ``benchmarks/``, and every module a page has the reader save (a ```python block
 whose first line is ``# NAME.py``). Only their size changes: flags that shrink steps, episodes
 and tokens are appended (the last occurrence of a flag wins), and a checkpoint path names the
 step the shrunk run wrote. What cannot run here is listed in ``NOT_RUN`` with the reason.
@@ -142,22 +142,35 @@ def test_the_docs_have_commands_and_every_skip_says_why():
     assert len(skipped) < len(commands) / 2, skipped
 
 
-@pytest.mark.engine
-@pytest.mark.learning
-@pytest.mark.multiproc
-def test_every_documented_command_runs(tmp_path):
-    os.symlink(os.path.join(ROOT, "trainers"), tmp_path / "trainers")
+def pages_with_commands() -> list[str]:
+    """The pages with a command to run, in ``DOCS`` order: one test case each, so a failure names its page."""
+    pages = {rel for rel, command in shell_commands() if runnable(command) is not None}
+    return [rel for rel in DOCS if rel in pages]
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    """The one scratch directory every page's commands run in, as a reader's checkout: a later page uses
+    what an earlier one wrote (docs/view.md views the ``runs/grpo`` that docs/trainers.md trained).
+    ``ran`` holds the pages whose commands have run in it."""
+    folder = tmp_path_factory.mktemp("docs")
+    os.symlink(os.path.join(ROOT, "trainers"), folder / "trainers")
     # benchmarks/ links each script, but its results/ is this test's own: the commands' default
     # outputs (benchmarks/results/...) must not land in the checkout
-    (tmp_path / "benchmarks").mkdir()
+    (folder / "benchmarks").mkdir()
     for name in os.listdir(os.path.join(ROOT, "benchmarks")):
         if name != "results":
-            os.symlink(os.path.join(ROOT, "benchmarks", name), tmp_path / "benchmarks" / name)
-    save_modules(tmp_path)
+            os.symlink(os.path.join(ROOT, "benchmarks", name), folder / "benchmarks" / name)
+    save_modules(folder)
+    return {"dir": folder, "ran": set()}
+
+
+def run_page(rel: str, scratch: dict) -> list[str]:
+    """Run the page's commands in order in the scratch directory; what failed, one entry per command."""
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     failures = []
-    for rel, command in shell_commands():
-        shrunk = runnable(command)
+    for page, command in shell_commands():
+        shrunk = runnable(command) if page == rel else None
         if shrunk is None:
             continue
         argv = shlex.split(shrunk)
@@ -165,10 +178,34 @@ def test_every_documented_command_runs(tmp_path):
             argv[0] = sys.executable
         elif argv[0] == "agentgym":
             argv = [sys.executable, "-m", "agentgym.cli", *argv[1:]]
-        got = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        got = subprocess.run(argv, cwd=scratch["dir"], env=env, capture_output=True, text=True, timeout=600)
         if got.returncode != 0:
             failures.append(f"{rel}: {command}\n  ran: {shrunk}\n  exit {got.returncode}: {got.stderr[-800:]}")
-    assert not failures, "\n\n".join(failures)
+    scratch["ran"].add(rel)
+    return failures
+
+
+@pytest.mark.engine
+@pytest.mark.learning
+@pytest.mark.multiproc
+@pytest.mark.parametrize("page", pages_with_commands())
+def test_every_documented_command_runs(page, scratch):
+    # the pages before this one run first where they have not (this page picked alone with -k): their
+    # failures are their own cases', named here only as what this page's commands started from
+    earlier = [rel for rel in pages_with_commands()[:pages_with_commands().index(page)] if rel not in scratch["ran"]]
+    before = [failure for rel in earlier for failure in run_page(rel, scratch)]
+    failures = run_page(page, scratch)
+    assert not failures, "\n\n".join(failures + [f"(after an earlier page failed) {f}" for f in before])
+
+
+def test_each_page_with_commands_is_its_own_case():
+    listed = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                             "-o", "addopts=", os.path.join(ROOT, "tests", "test_docs_commands.py")],
+                            cwd=ROOT, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, capture_output=True,
+                            text=True, timeout=120)
+    cases = [line.split("::", 1)[1] for line in listed.stdout.splitlines() if "::test_every_documented_command" in line]
+    assert cases == [f"test_every_documented_command_runs[{rel}]" for rel in pages_with_commands()], listed.stdout
+    assert {"README.md", "docs/trainers.md", "docs/view.md"} <= set(pages_with_commands())
 
 
 # Python snippets that are fragments or name the reader's own files, and why they are not run
