@@ -17,6 +17,7 @@ Gymnasium text environments for LLM agents.
     agentgym list                      registered env ids, one line each
     agentgym play ENV_ID [--seed N]    play an env yourself in the terminal
     agentgym demo [ENV_ID]             one episode played by the env's expert, as a transcript
+    agentgym train METHOD [flags]      train a model (`agentgym train --help` lists the methods)
     agentgym expert-data ENV_ID ...    expert episodes as chat JSONL, for cold-start SFT
     agentgym alfworld-generate ...     write ALFWorld-style games in the official layout
     agentgym eval ...                  evaluate a checkpoint or endpoint on an env's split
@@ -40,6 +41,7 @@ Type an action and press Enter. Meta commands (they cost no turn):
 
 # subcommand -> "module:function" taking argv
 EXTERNAL = {
+    "train": "agentgym.train.command:main",
     "expert-data": "agentgym.experts:main",
     "alfworld-generate": "agentgym.envs.alfworld.generate:main",
     "eval": "agentgym.train.evaluate:main",

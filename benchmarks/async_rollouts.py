@@ -50,6 +50,8 @@ import shutil
 import sys
 import time
 
+from agentgym.train.methods import METHODS
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = "benchmarks/async_rollouts.py"
 
@@ -79,7 +81,7 @@ PLOT_STEPS = (2, 5)
 
 
 def trainer(script: str):
-    """The trainer script ``trainers/<script>.py`` as a module (learning_curves.py's loader)."""
+    """The registered method ``script`` as a trainer (learning_curves.py's, cached)."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from learning_curves import trainer as load
 
@@ -361,7 +363,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--async-steps", nargs="+", type=int, default=[0, 1, 2], help="the K to compare (0: synchronous)")
     p.add_argument("--repeats", type=int, default=2, help="rounds; each runs every K once, in turn")
     p.add_argument("--steps", type=int, default=8, help="training steps a run (the first is warm-up)")
-    p.add_argument("--method", default="grpo", choices=["grpo", "vspo", "gigpo", "dapo", "gcd", "ppo"],
+    p.add_argument("--method", default="grpo", choices=[m for m, method in METHODS.items() if not method.cold_start],
                    help="the trainer script (VSPO and DAPO gate their after_rollout, so K > 1 adds no overlap)")
     p.add_argument("--seed", type=int, default=0, help="round r's seed is this + r, the same for every K")
     p.add_argument("--search-latency", type=float, default=0.2, help="ToolQA: seconds each search and open waits")

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
 import json
 import math
 import os
@@ -39,22 +38,17 @@ import subprocess
 import sys
 import time
 
+from agentgym.train.command import trainer as registered_trainer
+from agentgym.train.methods import METHODS as REGISTERED
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# method -> (trainer script, settings the cell adds to the script's config)
-METHODS = {
-    "grpo": ("grpo", {}),
-    "vspo": ("vspo", {}),
-    "gigpo": ("gigpo", {}),
-    "dapo": ("dapo", {}),
-    "gcd": ("gcd", {}),
+# method -> (registered method, settings the cell adds to its config): every registered RL method
+# on its defaults (agentgym.train.methods.registry), and these variants of them
+VARIANTS = {
     # GCD without its "Common mistakes" list (the judge's loss alone)
     "gcd-nocorrection": ("gcd", {"gcd": {"correction": False}}),
     "grpo-binary": ("grpo", {"reward_mode": "binary"}),
-    "ppo": ("ppo", {}),
-    # rejection-sampling fine-tuning (SFT on the policy's own successes): a baseline beside the
-    # RL methods; not in the default set
-    "rft": ("rft", {}),
     # asynchronous rollouts (--async-steps 1): learning beside the synchronous run of the same
     # method; not in the default set. A cell checkpoints every --eval-every steps, and a checkpoint
     # step drains the rollout pipeline, so 1 step in --eval-every overlaps nothing.
@@ -64,18 +58,17 @@ METHODS = {
     # sampling seeds), so its curve is what the cold start does on that stream; not in the default set
     "control": ("grpo", {"learning_rate": 1e-12}),
 }
+METHODS = {**{name: (name, {}) for name, method in REGISTERED.items() if not method.cold_start}, **VARIANTS}
+# rejection-sampling fine-tuning (SFT on the policy's own successes) is a baseline beside the RL
+# methods, and not in the default set either
 NOT_DEFAULT = ("rft", "control", "gcd-nocorrection")
 DEFAULT_METHODS = [m for m, (_, extra) in METHODS.items() if not extra.get("async_steps") and m not in NOT_DEFAULT]
 
 
 @functools.cache
-def trainer(script: str):
-    """The trainer script ``trainers/<script>.py`` as a module (its config class and ``main``)."""
-    spec = importlib.util.spec_from_file_location(f"agentgym_trainer_{script}",
-                                                  os.path.join(ROOT, "trainers", f"{script}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def trainer(name: str):
+    """The registered method ``name`` as a trainer (its ``defaults``, ``extensions`` and ``main``)."""
+    return registered_trainer(name)
 
 
 def t95(n: int) -> float:

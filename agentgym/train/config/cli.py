@@ -50,11 +50,12 @@ def exit_on_config_error():
 
 
 def parse(config_cls: type[C], argv: list[str] | None = None, description: str | None = None,
-          default: C | None = None) -> C:
+          default: C | None = None, prog: str | None = None) -> C:
     """Parse the command line into ``config_cls`` (starting from ``default``, or from ``--recipe
     NAME`` applied over it: :mod:`agentgym.train.config.recipes`) and validate it; a bad setting
     exits with one line naming the flag (exit status 2, like argparse), as does a former flag
-    spelling (``--cold-start-steps``), naming the current one."""
+    spelling (``--cold-start-steps``), naming the current one. ``prog`` names the command in
+    ``--help`` (the script's file name when None)."""
     argv = _bare_resume(list(sys.argv[1:] if argv is None else argv))
     with exit_on_config_error():
         reject_former_flags(config_cls, argv)
@@ -65,7 +66,7 @@ def parse(config_cls: type[C], argv: list[str] | None = None, description: str |
     description = (f"{description or ''}\n\n--recipe NAME: start from a named run recipe ({', '.join(RECIPES)}; "
                    "docs/trainers.md), the other flags over it").strip()
     with checks_deferred():  # checked below, as a whole, so that an error names the flag
-        config = tyro.cli(config_cls, args=argv, description=description, default=default)
+        config = tyro.cli(config_cls, args=argv, description=description, default=default, prog=prog)
     with exit_on_config_error():
         config.validate()
         _check_output_dir(config)

@@ -14,9 +14,9 @@
   :mod:`.gcd.extension`.
 
 Each method's math is small functions with doctests, and its extension a
-:class:`~agentgym.train.hooks.TrainerExtension` with a config dataclass the trainer scripts add to
-:class:`~agentgym.train.config.tree.TrainConfig` (``--vspo.*``). :data:`BY_NAME` lists the
-extensions; :func:`recorded_extensions` rebuilds those a checkpoint trained with.
+:class:`~agentgym.train.hooks.TrainerExtension` with a config dataclass its trainer config adds to
+:class:`~agentgym.train.config.tree.TrainConfig` (``--vspo.*``); each module registers its method
+once (:mod:`.registry`, :data:`METHODS`). :data:`BY_NAME` lists the extensions; :func:`recorded_extensions` rebuilds those a checkpoint trained with.
 """
 
 from __future__ import annotations
@@ -29,13 +29,15 @@ from agentgym.train.hooks import Extensions
 from agentgym.train.methods.dapo import DAPO, DAPOConfig
 from agentgym.train.methods.gcd.extension import GCD, GCDConfig, gcd_extensions
 from agentgym.train.methods.gigpo import GiGPO, GiGPOConfig
+from agentgym.train.methods.grpo import GRPO_METHOD
 from agentgym.train.methods.ppo import PPO, PPOConfig
+from agentgym.train.methods.registry import METHODS, Method, get_method
 from agentgym.train.methods.rft import RFT, RFTConfig
+from agentgym.train.methods.sft import SFT_METHOD
 from agentgym.train.methods.vspo import VSPO, VSPOConfig
 
-BY_NAME = {"vspo": (VSPO, VSPOConfig), "gigpo": (GiGPO, GiGPOConfig), "dapo": (DAPO, DAPOConfig),
-           "gcd": (GCD, GCDConfig), "ppo": (PPO, PPOConfig), "rft": (RFT, RFTConfig)}
-"""Each extension of this package by its ``name``, which is also its config group's name in a
+BY_NAME = {m.name: m.extension for m in METHODS.values() if m.extension is not None}
+"""Each registered method's extension by its ``name``, which is also its config group's name in a
 trainer's config (``--gcd.*``) and its key in checkpoint state."""
 
 
@@ -56,5 +58,5 @@ def recorded_extensions(config: Mapping[str, Any], state: Mapping[str, Any]) -> 
     return Extensions(rebuilt)
 
 
-__all__ = ["BY_NAME", "DAPO", "DAPOConfig", "GCD", "GCDConfig", "GiGPO", "GiGPOConfig", "PPO", "PPOConfig", "RFT",
+__all__ = ["BY_NAME", "GRPO_METHOD", "METHODS", "Method", "SFT_METHOD", "get_method", "DAPO", "DAPOConfig", "GCD", "GCDConfig", "GiGPO", "GiGPOConfig", "PPO", "PPOConfig", "RFT",
            "RFTConfig", "VSPO", "VSPOConfig", "gcd_extensions", "recorded_extensions"]

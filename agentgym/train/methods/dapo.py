@@ -31,13 +31,17 @@ the step trains on what it has). DAPO's loss settings are the trainer's flags: c
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 
 from agentgym.train.base.errors import ConfigError
+from agentgym.train.config.run import RunConfig
+from agentgym.train.config.tree import TrainConfig
 from agentgym.train.hooks import StepContext, TrainerExtension
+from agentgym.train.methods.registry import Method, register
+from agentgym.train.optim.settings import LossConfig, OptimConfig
 from agentgym.train.rollout.episodes import Episode, by_group
 
 DAPO_EPS_LOW = 0.2
@@ -126,3 +130,28 @@ class DAPO(TrainerExtension):
 
     def metrics(self) -> dict[str, float]:
         return dict(self._metrics)
+
+
+@dataclass
+class DAPOTrainConfig(TrainConfig):
+    dapo: DAPOConfig = field(default_factory=DAPOConfig)
+
+
+def dapo_defaults() -> DAPOTrainConfig:
+    return DAPOTrainConfig(optim=OptimConfig(loss=LossConfig(eps_low=DAPO_EPS_LOW, eps_high=DAPO_EPS_HIGH, beta=0.0,
+                                                             aggregation="token-mean")),
+                           run=RunConfig(output_dir="runs/dapo"))
+
+
+DAPO_METHOD = register(Method(
+    name="dapo", summary="DAPO: dynamic sampling of groups with reward spread, clip-higher, no KL",
+    description="""DAPO-style training: dynamic sampling (only groups whose returns differ, oversampled to fill
+the batch) with clip-higher (eps_low 0.2, eps_high 0.28), token-mean loss and no KL term.
+
+    python trainers/dapo.py
+    python trainers/dapo.py --dapo.max-rounds 5 --eps-high 0.3
+
+Every GRPO flag works here; DAPO's own are --dapo.* (--help lists them).
+""",
+    config=DAPOTrainConfig, defaults=dapo_defaults, extensions=lambda config: [DAPO(config.dapo)],
+    extension=(DAPO, DAPOConfig), doc="docs/trainers.md#dapo"))

@@ -36,13 +36,16 @@ text); steps without a key fall back to text. Per-turn advantages reach the toke
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 import numpy as np
 
 from agentgym.train.base.errors import ConfigError
+from agentgym.train.config.run import RunConfig
+from agentgym.train.config.tree import TrainConfig
 from agentgym.train.hooks import TrainerExtension
+from agentgym.train.methods.registry import Method, register
 from agentgym.train.rollout.episodes import Episode
 
 
@@ -197,3 +200,21 @@ class GiGPO(TrainerExtension):
 
     def metrics(self) -> dict[str, float]:
         return dict(self._metrics)
+
+
+@dataclass
+class GiGPOTrainConfig(TrainConfig):
+    gigpo: GiGPOConfig = field(default_factory=GiGPOConfig)
+
+
+GIGPO_METHOD = register(Method(
+    name="gigpo", summary="GiGPO: GRPO plus a step-level advantage from steps in the same state",
+    description="""GiGPO: GRPO plus a step-level advantage from steps that start in the same state (SPEC §4.5).
+
+    python trainers/gigpo.py --env-id ALFWorld-v0 --layout window
+    python trainers/gigpo.py --gigpo.omega 0.5 --gigpo.anchor state
+
+Every GRPO flag works here; GiGPO's own are --gigpo.* (--help lists them).
+""",
+    config=GiGPOTrainConfig, defaults=lambda: GiGPOTrainConfig(run=RunConfig(output_dir="runs/gigpo")),
+    extensions=lambda config: [GiGPO(config.gigpo)], extension=(GiGPO, GiGPOConfig), doc="docs/trainers.md#gigpo"))

@@ -17,6 +17,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from agentgym.train.config.tree import TrainConfig
+from agentgym.train.methods.registry import Method, register
+
 
 def group_advantages(rewards: Sequence[float], group_ids: Sequence, normalize_std: bool = True,
                      eps: float = 1e-6) -> np.ndarray:
@@ -43,3 +46,19 @@ def group_advantages(rewards: Sequence[float], group_ids: Sequence, normalize_st
             centered = centered / (std + eps) if std + eps > 0 else np.zeros_like(centered)
         out[idx] = centered
     return out
+
+
+GRPO_METHOD = register(Method(
+    name="grpo", summary="multi-turn GRPO: group-relative advantages, the baseline every method shares",
+    description="""Multi-turn GRPO on any registered agentgym env, with a Hugging Face causal LM (SPEC §4.2).
+
+    python trainers/grpo.py                                   # tiny model: SFT cold start, then GRPO on ToolQA-v0
+    python trainers/grpo.py --model runs/sft/final            # GRPO from your own cold start
+    python trainers/grpo.py --env-id ALFWorld-v0 --layout window --model /ckpt/Qwen2.5-1.5B-Instruct
+
+For each task, G episodes (a group); every model-written token of episode i gets the advantage
+(R_i - mean R) / std R, env-written tokens are masked out, and the loss is token-level PPO-clip
+with an optional k3 KL to the initial model. The loop (setup, rollout, advantages, update, log,
+checkpoint, held-out evaluation) is agentgym.train.loop; every flag is in --help.
+""",
+    config=TrainConfig, defaults=TrainConfig, doc="docs/trainers.md#what-one-step-does"))

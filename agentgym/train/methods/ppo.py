@@ -46,15 +46,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, NamedTuple
 
 import numpy as np
 
 from agentgym.train.base.errors import ConfigError
+from agentgym.train.config.run import RunConfig
+from agentgym.train.config.tree import TrainConfig
 from agentgym.train.hooks import MicroBatch, StepContext, TrainerExtension
+from agentgym.train.methods.registry import Method, register
 from agentgym.train.rollout.episodes import Episode
 from agentgym.train.rollout.samples import Sample, episode_samples
+from agentgym.train.rollout.settings import RolloutConfig
 from agentgym.train.view import RunView
 
 
@@ -339,3 +343,36 @@ class PPO(TrainerExtension):
         with torch.no_grad():
             for key, param in self.head.state_dict().items():
                 param.copy_(weights[key].to(param.device, param.dtype))
+
+
+@dataclass
+class PPOTrainConfig(TrainConfig):
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+
+    def validate(self) -> None:
+        super().validate()
+        if self.model.fsdp:
+            raise ConfigError("--fsdp does not shard the value head yet: run PPO without --fsdp (torchrun without it "
+                              "still trains data-parallel)")
+
+
+def ppo_defaults() -> PPOTrainConfig:
+    # GRPO's 4 tasks x 8 episodes, as 32 tasks x 1: the same episodes per step, no group needed
+    return PPOTrainConfig(run=RunConfig(output_dir="runs/ppo"), rollout=RolloutConfig(num_groups=32, group_size=1))
+
+
+PPO_METHOD = register(Method(
+    name="ppo", summary="PPO with a value head on the policy and GAE over turns",
+    description="""PPO with a value head: a critic on the policy's last hidden state, GAE over turns (SPEC §4.5).
+
+    python trainers/ppo.py                                    # tiny model on ToolQA-v0, CPU, minutes
+    python trainers/ppo.py --model runs/sft/final --ppo.gae-lambda 0.9 --ppo.value-clip 0.2
+    python trainers/ppo.py --env-id ALFWorld-v0 --layout window --model /ckpt/Qwen2.5-1.5B-Instruct
+
+Each step plays one episode on each of 32 tasks (no groups: the value head is the baseline), scores
+every turn's prompt with the value head, and trains on GAE advantages over the turns with the
+same token-level PPO-clip loss as GRPO, plus a value loss that trains the head and the policy
+together. Every GRPO flag works here; PPO's own are --ppo.* (--help lists them).
+""",
+    config=PPOTrainConfig, defaults=ppo_defaults, extensions=lambda config: [PPO(config.ppo)],
+    extension=(PPO, PPOConfig), doc="docs/trainers.md#ppo"))

@@ -49,13 +49,17 @@ is 1, ``rft/kept_episodes`` 0).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 import numpy as np
 
 from agentgym.train.base.errors import ConfigError
+from agentgym.train.config.run import RunConfig
+from agentgym.train.config.tree import TrainConfig
 from agentgym.train.hooks import StepContext, TrainerExtension
+from agentgym.train.methods.registry import Method, register
+from agentgym.train.optim.settings import LossConfig, OptimConfig
 from agentgym.train.rollout.episodes import Episode, by_group
 
 KEEP_RULES = ("all", "best")
@@ -144,3 +148,32 @@ class RFT(TrainerExtension):
 
     def metrics(self) -> dict[str, float]:
         return dict(self._metrics)
+
+
+@dataclass
+class RFTTrainConfig(TrainConfig):
+    rft: RFTConfig = field(default_factory=RFTConfig)
+
+
+def rft_defaults() -> RFTTrainConfig:
+    # no KL term: the update is the SFT gradient on the kept episodes (one epoch, one minibatch and
+    # token-mean, the defaults of every trainer, keep it so)
+    return RFTTrainConfig(optim=OptimConfig(loss=LossConfig(beta=0.0)), run=RunConfig(output_dir="runs/rft"))
+
+
+RFT_METHOD = register(Method(
+    name="rft", summary="RFT: the SFT loss on the policy's own successful episodes (expert iteration)",
+    description="""RFT (rejection-sampling fine-tuning, expert iteration): the policy plays its groups, and is
+fine-tuned with the SFT loss on the episodes that succeeded; the others are left out.
+
+    python trainers/rft.py                                    # tiny model on ToolQA-v0, CPU, minutes
+    python trainers/rft.py --model runs/sft/final --rft.keep best
+    python trainers/rft.py --rft.min-return 0.8               # a return threshold instead of success
+
+Every GRPO flag works here; RFT's own are --rft.* (--help lists them). It trains with one epoch
+and one minibatch per step and no KL term, so the update is the SFT gradient on the kept episodes
+(agentgym/train/methods/rft.py). The run prints one line per step and, at the end, held-out success
+and PRS return before -> after training.
+""",
+    config=RFTTrainConfig, defaults=rft_defaults, extensions=lambda config: [RFT(config.rft)],
+    extension=(RFT, RFTConfig), doc="docs/trainers.md#rft"))

@@ -50,8 +50,11 @@ from typing import Any, Literal
 import numpy as np
 
 from agentgym.train.base.errors import ConfigError
+from agentgym.train.config.run import RunConfig
+from agentgym.train.config.tree import TrainConfig
 from agentgym.train.hooks import StepContext, TrainerExtension
 from agentgym.train.methods.dapo import has_reward_spread
+from agentgym.train.methods.registry import Method, register
 from agentgym.train.rollout.episodes import Episode, GroupRequest, by_group
 
 SIGMAS = ("std", "var")
@@ -434,3 +437,24 @@ class VSPO(TrainerExtension):
     def load_state_dict(self, state: dict) -> None:
         if "buffer" in state:
             self.buffer.load_state_dict(state["buffer"])
+
+
+@dataclass
+class VSPOTrainConfig(TrainConfig):
+    vspo: VSPOConfig = field(default_factory=VSPOConfig)
+
+
+VSPO_METHOD = register(Method(
+    name="vspo", summary="VSPO: zero-advantage groups replaced by tasks drawn by value, value-smoothing clipping",
+    description="""VSPO: GRPO that replaces zero-advantage groups with tasks drawn by value, plus value-smoothing
+clipping (SPEC §4.3).
+
+    python trainers/vspo.py                                   # tiny model on ToolQA-v0, CPU, minutes
+    python trainers/vspo.py --model runs/sft/final --vspo.eta 0.5
+    python trainers/vspo.py --env-id ALFWorld-v0 --layout window --model /ckpt/Qwen2.5-1.5B-Instruct
+
+Every GRPO flag works here; VSPO's own are --vspo.* (--help lists them). The run prints one line
+per step and, at the end, held-out success and PRS return before -> after training.
+""",
+    config=VSPOTrainConfig, defaults=lambda: VSPOTrainConfig(run=RunConfig(output_dir="runs/vspo")),
+    extensions=lambda config: [VSPO(config.vspo)], extension=(VSPO, VSPOConfig), doc="docs/trainers.md#vspo"))

@@ -38,6 +38,9 @@ from agentgym.train.base.errors import ConfigError
 from agentgym.train.base.flags import from_recorded
 from agentgym.train.base.metrics import trim_to_step
 from agentgym.train.base.records import trainer_record
+from agentgym.train.coldstart.settings import SFTConfig
+from agentgym.train.config.run import RunConfig
+from agentgym.train.config.tree import TrainConfig
 from agentgym.train.hooks import SampleKind, StepContext, TrainerExtension
 from agentgym.train.methods.gcd.coldstart import judge_cold_start_samples
 from agentgym.train.methods.gcd.correction import CorrectionState, mistakes_summary_prompt, parse_mistakes
@@ -46,8 +49,9 @@ from agentgym.train.methods.gcd.external import ExternalJudge, JudgeUnavailable
 from agentgym.train.methods.gcd.judge import critique_of, judge_prompt, judge_reward, parse_verdict, rule_critique
 from agentgym.train.methods.gcd.labels import BAD, BALANCE_MODES, GOOD, balance_labels
 from agentgym.train.methods.gcd.steps import JudgedStep, cap_steps, judgment_metrics, labelled_steps
-from agentgym.train.methods.gigpo import GiGPO
+from agentgym.train.methods.gigpo import GiGPO, GiGPOConfig
 from agentgym.train.methods.grpo import group_advantages
+from agentgym.train.methods.registry import Method, register
 from agentgym.train.optim.settings import LossConfig
 from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.rollout.samples import Sample
@@ -473,3 +477,32 @@ def gcd_extensions(config) -> list[TrainerExtension]:
     """The extensions of a GCD run: GiGPO first when ``config.gcd.base == "gigpo"``, then GCD."""
     base = [GiGPO(getattr(config, "gigpo", None))] if config.gcd.base == "gigpo" else []
     return base + [GCD(config.gcd)]
+
+
+@dataclass
+class GCDTrainConfig(TrainConfig):
+    gcd: GCDConfig = field(default_factory=GCDConfig)
+    gigpo: GiGPOConfig = field(default_factory=GiGPOConfig)
+    """GiGPO's settings, used with --gcd.base gigpo"""
+
+
+def gcd_defaults() -> GCDTrainConfig:
+    # as the paper's cold start: judge samples mixed into the expert data
+    return GCDTrainConfig(run=RunConfig(output_dir="runs/gcd"), cold_start=SFTConfig(judge_samples=64))
+
+
+GCD_METHOD = register(Method(
+    name="gcd", summary="GCD: the actor co-trained as a judge of its own steps, plus a \"Common mistakes\" list",
+    description="""GCD: GRPO (or GiGPO) with the actor co-trained as a generative judge of its own steps, and a
+"Common mistakes" list from its critiques put into later system prompts (SPEC §4.4).
+
+    python trainers/gcd.py                                    # tiny model on ToolQA-v0, CPU, minutes
+    python trainers/gcd.py --env-id ALFWorld-v0 --layout window --gcd.base gigpo
+    python trainers/gcd.py --gcd.lam 0.5 --gcd.k 8 --gcd.judge-url http://127.0.0.1:8000/v1 --gcd.judge-model judge
+
+Every GRPO flag works here; GCD's own are --gcd.* and, with --gcd.base gigpo, GiGPO's --gigpo.*
+(--help lists them). The mistakes list is printed and written to OUTPUT_DIR/gcd_mistakes.jsonl
+each time it changes.
+""",
+    config=GCDTrainConfig, defaults=gcd_defaults, extensions=gcd_extensions, extension=(GCD, GCDConfig),
+    run_name=lambda config: f"gcd-{config.gcd.base}", doc="docs/trainers.md#gcd-the-actor-as-a-judge-of-its-own-steps-trainersgcdpy"))
