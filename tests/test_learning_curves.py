@@ -48,8 +48,9 @@ def test_cells_share_a_budget_resume_and_report(tmp_path):
     assert set(summary["methods"]) == {"grpo", "vspo", "gcd", "grpo-binary"}
     assert summary["methods"]["grpo"]["seeds"] == [0, 1]
     md = (tmp_path / "learning_curves_ToolQA-v0.md").read_text()
+    # rows in the registry's order (GRPO, the other methods by name), then the benchmark's variants
     assert [line.split(" | ")[0] for line in md.splitlines() if line.startswith("| ")] == [
-        "| method", "| grpo", "| vspo", "| gcd", "| grpo-binary"]
+        "| method", "| grpo", "| gcd", "| vspo", "| grpo-binary"]
     assert (tmp_path / "learning_curves_ToolQA-v0.png").stat().st_size > 1000
 
     # a finished cell is read back; a cell cut short (no cell.json) resumes from its checkpoint, here
