@@ -113,22 +113,44 @@ def test_the_factory_and_reward_pickle_and_play_in_a_spawned_process():
         assert pool.apply(_play_in_a_spawned_process, (payload,)) == [pytest.approx(1.0)]
 
 
-def format_warm_up(model, tokenizer, rows, prompts, steps=60):
-    """A few supervised steps on '<answer>works</answer>' after TRL's own rendering of each prompt,
-    so the random tiny model writes a parseable answer in some rollouts and not in others: GRPO
-    then sees rewards that differ within a group (a random model's are all 0)."""
+def format_rate(model, tokenizer, prompts, samples=8):
+    """The fraction of replies sampled as GRPO samples them (temperature 1) that are exactly
+    '<answer>works</answer>', over the first four prompts."""
+    import torch
+
+    hits = total = 0
+    with torch.no_grad():
+        for ids in prompts[:4]:
+            out = model.generate(input_ids=torch.tensor([ids] * samples), attention_mask=torch.ones(samples, len(ids),
+                                 dtype=torch.long), do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                                 max_new_tokens=12, pad_token_id=tokenizer.pad_token_id)
+            replies = tokenizer.batch_decode(out[:, len(ids):], skip_special_tokens=True)
+            hits += sum(r.strip() == "<answer>works</answer>" for r in replies)
+            total += samples
+    return hits / total
+
+
+def format_warm_up(model, tokenizer, rows, prompts, max_steps=200, check_every=5):
+    """Supervised steps on '<answer>works</answer>' after TRL's own rendering of each prompt, until
+    the random tiny model writes it in some sampled replies and not in others (a quarter to three
+    quarters of them): GRPO then sees rewards that differ within a group (a random model's are all 0,
+    a model taught to the end writes the tags every time). Checked as it goes rather than a fixed
+    number of steps, since how fast a 1M-parameter model learns it moves with the machine's numerics."""
     import torch
 
     target = tokenizer("<answer>works</answer><|im_end|>", add_special_tokens=False)["input_ids"]
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     generator = torch.Generator().manual_seed(0)
-    for _ in range(steps):
+    for step in range(1, max_steps + 1):
         for i in torch.randperm(len(prompts), generator=generator)[:2].tolist():
             ids = torch.tensor([prompts[i] + target])
             labels = torch.tensor([[-100] * len(prompts[i]) + target])
             (model(input_ids=ids, labels=labels).loss / 2).backward()
         optimizer.step()
         optimizer.zero_grad()
+        if step % check_every == 0 and 0.25 <= format_rate(model, tokenizer, prompts) <= 0.75:
+            return step
+    raise AssertionError(f"after {max_steps} warm-up steps the format rate is {format_rate(model, tokenizer, prompts)}")
 
 
 @pytest.mark.learning

@@ -23,6 +23,7 @@ from agentgym.train.base.records import read_record
 from agentgym.train.base.state_file import read_state
 from agentgym.train.coldstart.sft import _recipe, run_sft
 from agentgym.train.config.tree import SFTRunConfig
+from agentgym.train.loop import train
 from agentgym.train.methods.gcd.correction import MISTAKES_HEADER
 from agentgym.train.methods.gcd.judge import parse_verdict
 
@@ -80,7 +81,7 @@ def test_system_prompt_of_later_episodes_carries_the_list(tmp_path):
     from agentgym.train.methods import GCD, GCDConfig
 
     ext = GCD(GCDConfig(**JUDGE))
-    gcd.train(small_config(tmp_path, cls=gcd.GCDTrainConfig, num_steps=1, gcd=JUDGE), [ext], name="gcd")
+    train(small_config(tmp_path, cls=gcd.GCDTrainConfig, num_steps=1, gcd=JUDGE), [ext], name="gcd")
     prompt = ext.system_prompt("Base prompt.")
     assert prompt.startswith("Base prompt.") and f"{MISTAKES_HEADER}\n- the action was invalid" in prompt
 

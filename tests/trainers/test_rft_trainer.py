@@ -36,9 +36,11 @@ def test_rft_trains_like_sft_by_default_and_allows_groups_of_one():
 
 
 def test_rft_logs_checkpoints_and_resumes_exactly(tmp_path, cold_model):
-    # the tiny model rarely succeeds on ToolQA: a small return threshold gives it episodes to keep
+    # the tiny model rarely succeeds on ToolQA: a small return threshold gives it episodes to keep. The
+    # run plays the cold start's own view of the env (--preset auto reads it from the checkpoint's record):
+    # with another action format its replies hardly ever earn a return at all
     kw = dict(cls=rft.RFTTrainConfig, model=cold_model, num_groups=4, group_size=4, max_new_tokens=48, num_epochs=1,
-              num_minibatches=1, beta=0.0, save_every=1, rft={"min_return": 0.01})
+              num_minibatches=1, beta=0.0, save_every=1, rft={"min_return": 0.01}, preset="auto")
     rft.main(small_config(tmp_path / "full", num_steps=3, **kw))
     rft.main(small_config(tmp_path / "cut", num_steps=2, **kw))
     rft.main(small_config(tmp_path / "cut", num_steps=3, resume="auto", **kw))
