@@ -1,4 +1,4 @@
-"""The trainer core every script in ``trainers/`` shares, grouped by concern.
+"""The trainer core ``agentgym train`` (and every script in ``trainers/``) runs, grouped by concern.
 
 - :mod:`~agentgym.train.loop`: the RL loop, ``train(config, extensions)``: setup, then per step
   rollout, advantages, update, log and checkpoint, then a held-out evaluation.
@@ -6,14 +6,20 @@
   ``MicroBatch``) every method plugs in through, reading the run through a
   :class:`~agentgym.train.view.RunView`.
 - :mod:`~agentgym.train.evaluate`: ``agentgym eval`` and the held-out evaluation.
-- :mod:`~agentgym.train.run`: one run's settings (``config``, ``flags``, ``presets``,
-  ``env_check``), its setup, state and view, checkpoints, metrics and CPU threads.
+- :mod:`~agentgym.train.command`: ``agentgym train METHOD``; :mod:`~agentgym.train.methods.registry`:
+  the registered methods every list of methods reads.
+- :mod:`~agentgym.train.config`: a run's settings tree (``TrainConfig``, ``SFTRunConfig``), the env,
+  model and run groups, presets, recipes and the command line; :mod:`~agentgym.train.base`: what the
+  rest stands on (errors, flag names, device, model loading, run state, metrics, state files).
+- :mod:`~agentgym.train.run`: one run as it happens: its setup, where each step's episodes come from,
+  checkpoints and the episode log.
 - :mod:`~agentgym.train.rollout`: grouped episodes with every token kept (``episodes``,
   ``collector``, ``envs``), what samples them (``generators``), the task stream (``tasks``), the
   token layouts and training samples (``chat``, ``samples``), per-step statistics (``stats``).
 - :mod:`~agentgym.train.optim`: the policy loss, one update, data-parallel training and FSDP.
 - :mod:`~agentgym.train.methods`: GRPO's advantages and each method built on them (VSPO, GiGPO,
-  DAPO, PPO, GCD), its math and its extension in one module (GCD: one package).
+  DAPO, PPO, RFT, GCD), its math, its extension and its registration in one module (GCD: one
+  package).
 - :mod:`~agentgym.train.coldstart`: the SFT cold start on expert episodes.
 
 Importing this package does not import torch; the modules that need it do. It does set

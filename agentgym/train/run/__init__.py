@@ -1,13 +1,12 @@
-"""One training run: its settings, how it is built and saved, where it stands, what it logs.
+"""One training run as it happens: built, stepped, logged and saved.
 
-- :mod:`.config`: every trainer's settings, nested dataclass groups parsed by ``tyro``;
-  :mod:`.flags`: each setting's flag and flat name; :mod:`.presets`: named env presets;
-  :mod:`.env_check`: the env settings checked before anything is built.
-- :mod:`.setup`: what a run trains with (``RunSetup``), built once, saved and restored;
-  :mod:`.helpers`: device, seeding, env batch, model and tokenizer loading.
-- :mod:`.state`: ``RunState``, all a run carries from step to step; :mod:`.view`: ``RunView``, what
-  an extension may read of the run.
-- :mod:`.checkpoint`, :mod:`.checkpoint_record`, :mod:`.state_file`: checkpoints that resume
-  exactly, their one typed record and reader, and files that run no code when read.
-- :mod:`.metrics`: ``metrics.jsonl`` and TensorBoard; :mod:`.threads`: CPU threads.
+- :mod:`.setup`: what a run trains with (``RunSetup``: model, reference, optimizer, generator,
+  envs, task stream, PRS schedule), built once before the first step, saved and restored.
+- :mod:`.pipeline`: where each step's episodes come from, played at the step's start or ahead by
+  a rollout thread (``--async-steps``).
+- :mod:`.checkpoint`: checkpoints that resume exactly; :mod:`.episode_log`: the episodes a run keeps
+  on disk (``--log-episodes``) for reading and ``agentgym view``.
+
+A run's settings are in :mod:`agentgym.train.config` (and beside the code that reads each group);
+its state, metrics, threads and checkpoint record in :mod:`agentgym.train.base`.
 """
