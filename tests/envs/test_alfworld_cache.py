@@ -20,7 +20,7 @@ from agentgym.envs.alfworld.engine import make_engine
 from agentgym.envs.alfworld.generate import generate
 from agentgym.envs.alfworld.translation_cache import TranslationCache, cache_key
 
-NUM_GAMES = 204  # 34 of each task type
+NUM_GAMES = 60  # 10 of each task type
 FULL_EVERY = 4  # every 4th game plays the expert's whole plan; the others its first steps
 FIRST_STEPS = 3
 RANDOM_STEPS = 2
@@ -71,7 +71,7 @@ def _compare(args) -> dict:
 
 
 @pytest.mark.engine
-def test_cached_and_uncached_engines_play_204_games_alike(tmp_path):
+def test_cached_and_uncached_engines_play_60_games_alike(tmp_path):
     generate(str(tmp_path / "games"), NUM_GAMES, seed=77, split="train", task_types=None)
     files = sorted(glob.glob(str(tmp_path / "games" / "json_2.1.1" / "train" / "*" / "*" / "game.tw-pddl")))
     assert len(files) == NUM_GAMES
