@@ -52,6 +52,8 @@ NOT_RUN = {
     "scripts/wheelhouse.py": "downloads a wheelhouse from PyPI (tests/test_wheelhouse.py builds one and installs from "
                              "it without an index)",
     "gpu_check.py --device cuda": "needs a CUDA device (tests/test_gpu_check.py runs the CPU smoke check)",
+    "--report-to wandb": "the tracker extras are not in the test install (tests/integrations/test_trackers.py runs "
+                         "these trackers with their real packages in the venv .ci/run layers for them)",
 }
 TRAINER_SHRINK = ("--num-steps 1 --num-groups 1 --group-size 2 --max-new-tokens 4 --cold-start.num-steps 2 "
                   "--cold-start.num-episodes 2 --cold-start.judge-samples 0 --eval-episodes 2 --save-every 1 "

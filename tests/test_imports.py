@@ -14,7 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # what may be deferred: slow to import, or an optional extra
 HEAVY = {"torch", "transformers", "tokenizers", "safetensors", "vllm", "ray", "tensorboard", "tqdm", "matplotlib",
-         "textworld", "alfworld", "scienceworld", "datasets", "trl", "openai", "psutil", "pyarrow"}
+         "textworld", "alfworld", "scienceworld", "datasets", "trl", "openai", "psutil", "pyarrow", "wandb", "mlflow",
+         "trackio"}
 
 
 def _path(module: str) -> Path | None:

@@ -1,4 +1,5 @@
-"""Run logging: one JSON line per step in ``OUTPUT_DIR/metrics.jsonl`` and TensorBoard scalars.
+"""Run logging: one JSON line per step in ``OUTPUT_DIR/metrics.jsonl``, and the same scalars to the
+trackers ``--report-to`` names (TensorBoard by default; :mod:`agentgym.train.base.trackers`).
 
 On resume the lines after the checkpoint's step (and an earlier end-of-run evaluation line) are
 dropped first, so a killed-and-resumed run's ``metrics.jsonl`` reads as if it had never stopped.
@@ -13,11 +14,12 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from agentgym.train.base.errors import RunFileError
+from agentgym.train.base.trackers import Trackers
 
 
 def _clean(value: Any) -> Any:
@@ -29,9 +31,15 @@ def _clean(value: Any) -> Any:
 
 
 class MetricsLogger:
-    """Writes metrics to ``metrics.jsonl`` and (when available) TensorBoard."""
+    """Writes metrics to ``metrics.jsonl`` and to the run's trackers.
 
-    def __init__(self, output_dir: str | os.PathLike, resume_step: int | None = None, tensorboard: bool = True):
+    ``report_to``: tracker names (``--report-to``); ``tensorboard=False`` (``--no-tensorboard``)
+    leaves TensorBoard out of them. ``run_name`` and ``settings`` (the run's config as a dict) name
+    the run and record its settings where a tracker keeps them."""
+
+    def __init__(self, output_dir: str | os.PathLike, resume_step: int | None = None, tensorboard: bool = True,
+                 report_to: Sequence[str] = ("tensorboard",), run_name: str | None = None,
+                 settings: Mapping[str, Any] | None = None):
         self.dir = Path(output_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "metrics.jsonl"
@@ -42,27 +50,23 @@ class MetricsLogger:
             trim_to_step(self.path, resume_step, keep=lambda row: not _is_eval_row(row))
         elif resume_step is None and self.path.exists():
             self.path.unlink()
-        self.writer = None
-        if tensorboard:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-
-                self.writer = SummaryWriter(str(self.dir / "tensorboard"))
-            except ImportError:  # tensorboard not installed: the jsonl file is the record
-                self.writer = None
+        names = [n for n in report_to if tensorboard or n != "tensorboard"]
+        self.trackers = Trackers(names, self.dir, run_name=run_name, settings=settings,
+                                 resume=resume_step is not None)
 
     def log(self, step: int, metrics: Mapping[str, Any]) -> None:
         row = {"step": step, **{k: _clean(v) for k, v in metrics.items()}}
         with self.path.open("a") as f:
             f.write(json.dumps(row) + "\n")
-        if self.writer is not None:
-            for key, value in row.items():
-                if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
-                    self.writer.add_scalar(key, value, step)
+        self.trackers.log(step, {k: v for k, v in row.items()
+                                 if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool)})
+
+    def log_episodes(self, step: int, records: Sequence[Mapping[str, Any]]) -> None:
+        """A step's kept episodes (``--log-episodes``) as a table, to the trackers that keep tables."""
+        self.trackers.log_episodes(step, records)
 
     def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
+        self.trackers.close()
 
 
 def _is_eval_row(row: Mapping[str, Any]) -> bool:

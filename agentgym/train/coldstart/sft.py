@@ -223,7 +223,8 @@ def run_sft(cfg: SFTRunConfig, extensions: Sequence[TrainerExtension] = ()) -> s
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.sft.learning_rate)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: lr_factor(s, cfg.sft.num_steps, cfg.sft.warmup_steps, cfg.sft.lr_schedule))
-    logger = MetricsLogger(run.output_dir, tensorboard=run.tensorboard)
+    logger = MetricsLogger(run.output_dir, report_to=run.trackers, run_name=Path(run.output_dir).resolve().name,
+                           settings=to_dict(cfg))
 
     # ----- data, then training -----
     ext = extensions if isinstance(extensions, Extensions) else Extensions(list(extensions))

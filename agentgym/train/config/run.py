@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 
 from agentgym.train.base.errors import ConfigError, at_least
+from agentgym.train.base.trackers import check_installed, report_to_names
 
 
 @dataclass
@@ -18,11 +19,24 @@ class BaseRunConfig:
     output_dir: str = "runs/grpo"
     """where metrics.jsonl, tensorboard/ and the model go (checkpoints/; SFT: final/)"""
     tensorboard: bool = True
-    """also log to TensorBoard"""
+    """also log to TensorBoard (`--no-tensorboard` leaves it out of `--report-to`)"""
+    report_to: tuple[str, ...] = ("tensorboard",)
+    """where the run reports besides metrics.jsonl: tensorboard, wandb, trackio, mlflow (several
+    at once, space- or comma-separated), or none; each but TensorBoard is an extra
+    (`agentgym[wandb]`; docs/trainers.md, "Run reports")"""
     progress: bool = True
     """show a progress bar"""
     quiet: bool = False
     """do not print the per-step lines"""
+
+    def validate(self) -> None:
+        self.report_to = report_to_names(self.report_to)
+        check_installed(self.report_to)
+
+    @property
+    def trackers(self) -> tuple[str, ...]:
+        """The trackers the run reports to: ``--report-to`` less TensorBoard under ``--no-tensorboard``."""
+        return tuple(n for n in report_to_names(self.report_to) if self.tensorboard or n != "tensorboard")
 
 
 @dataclass
@@ -43,6 +57,7 @@ class RunConfig(BaseRunConfig):
     for `agentgym view` (0: none; docs/trainers.md, "Saved episodes")"""
 
     def validate(self) -> None:
+        super().validate()
         at_least("num-steps", self.num_steps, 1)
         at_least("max-episodes", self.max_episodes, 0)
         at_least("save-every", self.save_every, 0)

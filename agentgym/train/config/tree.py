@@ -124,6 +124,7 @@ class SFTRunConfig(ConfigTree):
         check_groups(self)
         self.env.validate()
         self.model.validate()
+        self.run.validate()
         if self.sft.num_steps is not None:
             at_least("num-steps", self.sft.num_steps, 1)
         self.env.check_env(self.model.model, more_splits={"--expert-split": self.sft.expert_split})

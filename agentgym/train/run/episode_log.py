@@ -153,10 +153,13 @@ class EpisodeLog:
     """Writes a run's episode files; ``groups=0`` (``--log-episodes 0``) or no directory writes none.
 
     ``resume_step``: the checkpoint step a resumed run starts from (None: a fresh run, whose
-    directory starts with no episode files)."""
+    directory starts with no episode files). ``sink``: also given each training step's records
+    (the trackers' episode table)."""
 
-    def __init__(self, output_dir: str | os.PathLike | None, groups: int, resume_step: int | None = None):
+    def __init__(self, output_dir: str | os.PathLike | None, groups: int, resume_step: int | None = None,
+                 sink: Callable[[int, list[dict]], None] | None = None):
         self.groups = groups
+        self.sink = sink  # the trackers' episode table (--report-to), fed each training step's records
         self.dir = Path(output_dir) / EPISODES_DIR if output_dir is not None else None
         self.bytes_written = 0
         if self.dir is not None and self.dir.exists() and not self.dir.is_dir() and groups > 0:
@@ -203,6 +206,8 @@ class EpisodeLog:
         records = [episode_record(ep, advantages[index[id(ep)]] if id(ep) in index else None,
                                   trained=id(ep) in index, **extra) for group in picked for ep in group]
         self._write(f"step_{step}.jsonl", records)
+        if self.sink is not None:
+            self.sink(step, records)
 
     def evaluation(self, step: int, split: str, episodes: Sequence[Episode]) -> None:
         """Keep every episode of a held-out evaluation after ``step`` steps on ``split``."""

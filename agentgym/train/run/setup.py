@@ -186,8 +186,9 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
     logger, episode_log = None, EpisodeLog.off()
     if dist.is_main:  # the run's own files, checked and cut back to the checkpoint before the model loads
         resume_step = record.step if record is not None else None
-        logger = MetricsLogger(run.output_dir, resume_step=resume_step, tensorboard=run.tensorboard)
-        episode_log = EpisodeLog(run.output_dir, run.log_episodes, resume_step=resume_step)
+        logger = MetricsLogger(run.output_dir, resume_step=resume_step, report_to=run.trackers,
+                               run_name=os.path.basename(os.path.abspath(run.output_dir)), settings=to_dict(config))
+        episode_log = EpisodeLog(run.output_dir, run.log_episodes, resume_step=resume_step, sink=logger.log_episodes)
     seed_everything(run.seed + dist.rank)  # ranks sample differently
     bf16 = config.model.bf16 and on_gpu
     tokenizer, model, ref_model = _models(config, dist, base_model, checkpoint)
