@@ -26,8 +26,9 @@ LINE_LIMIT = 16_000_000
 """Longest line read, in bytes (an episode's texts are cut to 8,000 characters when a trainer saves
 it, so a real line is far shorter); a longer line is skipped and noted."""
 CACHED_ROWS = 20_000
-"""Rows kept in memory across the files read last (a row is about 300 bytes: about 6 MB in all); a
-file whose rows were let go is scanned again when asked for (40 ms for 512 episodes, 870 KB)."""
+"""Rows kept in memory across the files read last (a row is about 300 bytes and up to 100 characters
+of the first reply: 6 to 8 MB in all); a file whose rows were let go is scanned again when asked
+for (40 ms for 512 episodes, 870 KB)."""
 MAX_NOTES = 20
 """Malformed lines of a file named one by one (the rest are counted)."""
 _CHUNK = 2**20

@@ -106,7 +106,9 @@ def _terms(value: Any) -> dict[str, float | None]:
 
 
 ROW_KEYS = ("file", "id", "task_id", "group", "success", "return", "turns", "advantage", "trained", "tag",
-            "outcome", "agent", "env", "split", "error")
+            "outcome", "agent", "env", "split", "error", "reply")
+REPLY_LIMIT = 100
+"""Characters of an episode's first reply a table row shows (on one line), as a completions table does."""
 
 
 class Row(NamedTuple):
@@ -128,6 +130,7 @@ class Row(NamedTuple):
     env: Any
     split: Any
     error: bool
+    reply: str
 
     def as_dict(self) -> dict:
         """The row as a page reads it."""
@@ -149,7 +152,14 @@ def row(episode: dict, file: str, index: int, pool: dict | None = None) -> Row:
     return Row(file, index, _label(episode["task_id"], pool), _label(episode["group"], pool), episode["success"],
                episode["return"], len(episode["turns"]), episode["advantage"],
                *(_label(meta.get(k), pool) for k in ("trained", "tag", "outcome", "agent", "env", "split")),
-               bool(meta.get("error")))
+               bool(meta.get("error")), first_reply(episode))
+
+
+def first_reply(episode: dict) -> str:
+    """The start of the episode's first reply, on one line (``REPLY_LIMIT`` characters, then "...")."""
+    turns = episode["turns"]
+    text = " ".join(str(turns[0].get("reply") or "").split()) if turns else ""
+    return text if len(text) <= REPLY_LIMIT else text[:REPLY_LIMIT] + "..."
 
 
 class Source:

@@ -36,6 +36,7 @@ def test_episodes_are_filtered_and_paged_on_the_server(tmp_path):
     page = api.episodes(sources, {"src": "0", "file": "step_1", "limit": "20", "offset": "40"})
     assert page["all"] == 1000 and page["total"] == 1000 and len(page["rows"]) == 20
     assert [r["id"] for r in page["rows"]] == list(range(40, 60))
+    assert {r["reply"] for r in page["rows"]} == {"<answer>x</answer>"}  # the first reply, as a completions table
     won = api.episodes(sources, {"src": "0", "file": "step_1", "success": "1"})
     assert won["total"] == 334 and all(r["success"] for r in won["rows"])
     group = api.episodes(sources, {"src": "0", "file": "step_1", "group": "3"})

@@ -130,6 +130,8 @@ def test_a_real_run_shows_its_curves_episodes_and_transcripts(page, viewer, dirs
     page.select_option("#success", "0")
     _click(page, "#apply")
     assert page.locator("#rows tr").count() == len(step) + 1
+    shown = page.locator("#rows td.first-reply").first.inner_text().strip()
+    assert shown and " ".join(step[0]["turns"][0]["reply"].split()).startswith(shown.removesuffix("..."))
 
     _click(page, "#rows a.open")
     turn = step[0]["turns"][0]

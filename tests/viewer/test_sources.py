@@ -137,3 +137,13 @@ def test_a_line_over_the_limit_is_skipped_and_named_and_the_others_shown(tmp_pat
     (note,) = page["skipped"]["lines"]
     assert note["line"] == 2 and note["why"] == "17.0 MB long, over the 16 MB a line may be"
     assert api.episode(sources, {"src": "0", "file": "step_1", "id": "1"})["episode"]["task_id"] == "after"
+
+
+def test_a_row_shows_the_first_reply_on_one_line_cut_to_its_limit():
+    from agentgym.viewer.sources import REPLY_LIMIT, first_reply
+
+    turn = {"reply": "<think>a\n  b</think>\n<answer>c</answer>"}
+    assert first_reply({"turns": [turn, {"reply": "later"}]}) == "<think>a b</think> <answer>c</answer>"
+    assert first_reply({"turns": []}) == "" and first_reply({"turns": [{"reply": None}]}) == ""
+    long = first_reply({"turns": [{"reply": "y" * 500}]})
+    assert long == "y" * REPLY_LIMIT + "..."

@@ -369,7 +369,8 @@ async function pageEpisodes(i, p, box) {
   const pages = Math.max(1, Math.ceil(res.total / PAGE));
   box.append(el("p", { id: "count", text: `${res.total} of ${res.all} episodes` + (res.total > PAGE ? `, page ${page + 1} of ${pages}` : "") }));
   if (res.skipped && res.skipped.count) box.append(skippedNote(res.skipped));
-  const head = ["#", "task", "group", "success", "return", "turns", board ? "outcome" : "advantage", board ? "agent" : "trained"];
+  const head = ["#", "task", "group", "success", "return", "turns", board ? "outcome" : "advantage", board ? "agent" : "trained",
+                "first reply"];
   const table = el("table", { class: "grid", id: "rows" }, el("tr", {}, ...head.map((h) => el("th", { text: h }))));
   for (const r of res.rows) {
     const href = `#/episode/${i}?${query({ file: r.file, id: r.id })}`;
@@ -378,7 +379,8 @@ async function pageEpisodes(i, p, box) {
       el("td", {}, link(`#/group/${i}?${query({ file: r.file, group: r.group })}`, r.group, { class: "grp" })),
       el("td", { text: r.success ? "yes" : "no" }), el("td", { text: fmt(r.return) }), el("td", { text: r.turns }),
       board ? el("td", { text: r.outcome }) : el("td", { style: shade(r.advantage, 2), text: fmt(r.advantage) }),
-      board ? el("td", { text: `${r.agent} · ${r.env} ${r.split}` }) : el("td", { text: r.trained === false ? "dropped" : (r.tag || "") })));
+      board ? el("td", { text: `${r.agent} · ${r.env} ${r.split}` }) : el("td", { text: r.trained === false ? "dropped" : (r.tag || "") }),
+      el("td", { class: "first-reply", text: r.reply })));
   }
   box.append(table);
   const nav = el("div", { class: "pager" });
