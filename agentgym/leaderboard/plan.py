@@ -25,6 +25,7 @@ from typing import Any
 from agentgym.envs.base import AgentEnv
 from agentgym.envs.env_ids import env_creator, require_registered
 from agentgym.envs.task_refs import task_list_hash
+from agentgym.envs.task_set_reading import is_task_set, load_tasks
 from agentgym.leaderboard.agents import BOARD_KWARGS, SCORING_KWARGS
 from agentgym.leaderboard.calls import describe
 from agentgym.leaderboard.errors import BoardError
@@ -183,8 +184,13 @@ def plan_blocks(agents, env_ids, splits, env_kwargs: dict, repeats: int = 1, sel
     missing: list[str] = []
     played = 0
     agent_stamp = {id(agent): agent_stamps(agent, log) for agent in agents}
+    task_set = load_tasks(select[0]) if select and len(select) == 1 and is_task_set(select[0]) else None
     for env_id in env_ids:
         kwargs = env_kwargs_for(env_id, env_kwargs, env_ids)
+        if task_set is not None and task_set.env_id == env_id and "tasks" not in kwargs:
+            # a set's tasks play on the set's own env settings (its games, its data), read through the
+            # data allow-list, as gym.make(env_id, tasks=DIR) plays them; --env-kwargs may still name tasks
+            kwargs["tasks"] = select[0]
         split_ok = usable_split(env_id, kwargs, splits)
         playing = []
         trained: dict[int, dict] = {}

@@ -72,6 +72,32 @@ def test_the_leaderboard_plays_exactly_the_exported_tasks(tmp_path):
     assert summary[0]["episodes"] == summary[0]["expected_episodes"] == 3 and summary[0]["success"] == 1.0
 
 
+@pytest.mark.engine
+def test_the_leaderboard_plays_an_alfworld_set_on_the_games_it_carries(tmp_path):
+    """A set whose ``data_path`` is a folder inside it: the board plays the set's own games (before, it
+    looked the set's task ids up in the default games: every episode an ``unknown task_id`` error)."""
+    pytest.importorskip("alfworld")
+    from agentgym.envs.alfworld.generate import generate
+    from agentgym.integrations.tasksets import export_tasks
+
+    games = tmp_path / "made" / "games"
+    generate(str(games), 3, seed=5, split="train")
+    out = tmp_path / "alf"
+    cwd = os.getcwd()
+    os.chdir(games.parent)
+    try:
+        export_tasks("ALFWorld-v0", "train", str(out), {"data_path": "games", "max_turns": 30})
+    finally:
+        os.chdir(cwd)
+    shutil.copytree(games, out / "games")
+    board = tmp_path / "board"
+    assert main(["leaderboard", "--agents", "expert", "--envs", "ALFWorld-v0", "--split", "train", "--tasks", str(out),
+                 "--out", str(board), "--no-progress"]) == 0
+    rows = [json.loads(line) for path in board.rglob("*.jsonl") for line in open(path) if line.strip()]
+    assert sorted(r["task_id"] for r in rows) == sorted(load_tasks(str(out)).task_ids)
+    assert all(not r.get("error") for r in rows) and all(r["success"] for r in rows)
+
+
 def test_a_scienceworld_split_exports_without_an_engine_and_bad_input_is_refused(tmp_path):
     pytest.importorskip("scienceworld")
     out = str(tmp_path / "sw")
