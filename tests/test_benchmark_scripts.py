@@ -92,6 +92,7 @@ def test_a_benchmark_missing_a_module_stops_before_measuring_and_names_the_extra
 
 
 
+@pytest.mark.learning
 def test_window_update_times_both_updates_on_one_alfworld_batch_and_finds_them_equal(tmp_path):
     pytest.importorskip("alfworld")
     out = tmp_path / "window_update.json"

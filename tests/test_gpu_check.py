@@ -66,6 +66,7 @@ def test_the_1_5b_config_is_qwen2_5_1_5b_shaped():
     assert 1.5e9 < sum(p.numel() for p in model.parameters()) < 1.6e9  # 1.54B, embeddings tied
 
 
+@pytest.mark.multiproc
 def test_without_cuda_the_full_check_says_what_to_run():
     import torch
 

@@ -182,6 +182,7 @@ def test_ppo_cells_play_one_episode_per_task_on_the_same_episodes_per_step(tmp_p
     assert ppo.run.max_episodes == grpo.run.max_episodes == 8
 
 
+@pytest.mark.learning
 def test_jobs_start_no_cell_whose_cold_start_failed(tmp_path, capsys):
     with pytest.raises(RuntimeError, match="1 learning-curve job"):
         lc.main(["--methods", "grpo", "vspo", "--seeds", "0", "--jobs", "2", "--model", "tiny",

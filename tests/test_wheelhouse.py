@@ -75,6 +75,7 @@ def _wheel(path: Path, files: dict[str, bytes]) -> Path:
     return path
 
 
+@pytest.mark.multiproc
 def test_stripping_keeps_every_compiled_file_loadable(tmp_path):
     # scipy's bundled OpenBLAS and gfortran were rewritten by auditwheel's patchelf; `strip --strip-debug`
     # moved their segments off page alignment and the loader refused them ("ELF load command

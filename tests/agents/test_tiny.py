@@ -34,6 +34,7 @@ def test_build_is_cached_and_llama_arch_works(tmp_path):
     AutoModelForCausalLM.from_pretrained(a)
 
 
+@pytest.mark.multiproc
 def test_console_entry_prints_the_path(tmp_path):
     out = subprocess.run([sys.executable, "-m", "agentgym.agents.tiny", "--env-id", "ToolQA-v0",
                           "--cache-dir", str(tmp_path)], capture_output=True, text=True, check=True)
@@ -68,6 +69,7 @@ def test_the_package_api_is_there_when_used():
                                   "agentgym.rewards.prs", "agentgym.agents.hf", "agentgym.agents.openai_compat"]
 
 
+@pytest.mark.slow
 def test_a_run_with_observation_options_gets_a_tokenizer_that_has_read_them(tmp_path, monkeypatch):
     """An ALFWorld run with numbered, marked, history-carrying observations builds its tiny model's
     tokenizer from episodes played that way (the wrapper's words become tokens); a run without

@@ -171,6 +171,7 @@ print(json.dumps({"won": won_at_reset or bool(state["won"]), "feedback": state.f
 """
 
 
+@pytest.mark.engine
 @pytest.mark.parametrize("damage", [_sas_goal_already_met, _sas_bad_variable_count], ids=["poisoned-goal", "abort"])
 def test_an_entry_made_elsewhere_is_not_trusted_and_cannot_end_the_process(games, tmp_path, damage):
     import shutil
@@ -242,6 +243,7 @@ print(json.dumps({"feedback": state.feedback, "hits": engine.unwrapped.cache.hit
 """
 
 
+@pytest.mark.engine
 @pytest.mark.parametrize("kind", ["readable", "folder", "fifo", "link", "short"])
 def test_a_secret_that_is_not_a_private_file_means_no_cache_one_warning_and_the_game_still_plays(games, tmp_path,
                                                                                                 kind):

@@ -30,10 +30,12 @@ def expert_env():
     e.close()
 
 
+@pytest.mark.engine
 def test_check_env_passes(env):
     check_env(env.unwrapped, skip_render_check=True)
 
 
+@pytest.mark.engine
 def test_same_seed_same_task_variation_and_observations(env):
     def rollout(seed):
         obs, info = env.reset(seed=seed)
@@ -51,6 +53,7 @@ def test_same_seed_same_task_variation_and_observations(env):
     assert any(t != first[1] for t in other), "different seeds should reach different tasks"
 
 
+@pytest.mark.engine
 def test_observations_do_not_depend_on_the_jvm(expert_env):
     # Object listings and the gold path come from the engine's hash sets; a fresh JVM and a
     # second load must give the very same episode.
@@ -88,6 +91,7 @@ def test_reset_info_and_task_selection(env):
         env.reset(options={"task_id": "cook-dinner"})
 
 
+@pytest.mark.engine
 def test_variations_come_from_the_split(env):
     for split, engine_split in (("train", "train"), ("dev", "dev"), ("valid", "dev"), ("test", "test")):
         for seed in range(3):
@@ -122,6 +126,7 @@ def test_prs_terms_valid_invalid_and_progress(env):
     assert obs.startswith("Invalid output") and info["parse_error"] and info["reward_terms"] == {"format": 0.0}
 
 
+@pytest.mark.engine
 def test_expert_reaches_success_and_rewards_sum_to_return(expert_env):
     obs, info = expert_env.reset(seed=0, options={"task_id": "find-living-thing/0"})
     total, terms = 0.0, None
@@ -169,6 +174,7 @@ def test_ambiguous_commands_offer_the_choice_numbers(env):
     assert info["action_valid"] and "look around" in info["admissible_actions"]
 
 
+@pytest.mark.engine
 def test_turn_limit_and_binary_reward():
     e = gym.make("ScienceWorld-v0", task="boil", max_turns=3, reward_mode="binary", admissible_actions=False)
     _, info = e.reset(seed=0)
@@ -209,6 +215,7 @@ ACTIONS = st.one_of(
     st.binary(max_size=64).map(lambda b: b.decode("latin-1")))
 
 
+@pytest.mark.engine
 def test_any_string_is_a_legal_action(env):
     sent = []
 

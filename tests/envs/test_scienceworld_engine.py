@@ -25,6 +25,7 @@ def env():
     e.close()
 
 
+@pytest.mark.engine
 def test_split_tables_match_the_engine():
     engine = ScienceWorldEngine()
     try:
@@ -38,6 +39,7 @@ def test_split_tables_match_the_engine():
         engine.close()
 
 
+@pytest.mark.engine
 def test_jvm_runs_with_the_memory_options(env):
     env.reset(seed=0)
     cmdline = psutil.Process(env.unwrapped.engine.pid).cmdline()
@@ -52,6 +54,7 @@ def test_a_bad_jvm_option_fails_cleanly_without_a_leftover_jvm():
     assert java_children() <= before  # no new JVM (one from an earlier test may be exiting)
 
 
+@pytest.mark.engine
 def test_killed_jvm_truncates_the_episode_and_reset_restarts_it(env):
     obs0, _ = env.reset(seed=1)
     pid = env.unwrapped.engine.pid
@@ -66,6 +69,7 @@ def test_killed_jvm_truncates_the_episode_and_reset_restarts_it(env):
     assert not (term or trunc) and info["action_valid"]
 
 
+@pytest.mark.engine
 def test_close_stops_the_jvm_and_is_idempotent():
     before = java_children()
     e = gym.make("ScienceWorld-v0", task="melt")
@@ -95,6 +99,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.engine
 @pytest.mark.parametrize("how", ["exit", "sigkill"])
 def test_no_jvm_outlives_the_interpreter(how):
     proc = subprocess.Popen([sys.executable, "-c", SCRIPT, "hang" if how == "sigkill" else "exit"],

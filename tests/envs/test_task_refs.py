@@ -44,6 +44,7 @@ def test_alfworld_lists_every_game_of_the_split_with_its_canonical_split(tmp_pat
         env.close()
 
 
+@pytest.mark.engine
 def test_scienceworld_lists_every_variation_of_the_split_without_a_jvm_and_each_starts():
     pytest.importorskip("scienceworld")
     env = gym.make("ScienceWorld-v0", task=["boil", "melt"])

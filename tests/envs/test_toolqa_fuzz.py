@@ -56,6 +56,7 @@ _env.reset(seed=0)
 _seen = []
 
 
+@pytest.mark.slow
 @settings(max_examples=2500, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(action=actions)
 def test_any_string_is_a_legal_action(action):
@@ -74,6 +75,7 @@ def test_any_string_is_a_legal_action(action):
         _env.reset()
 
 
+@pytest.mark.slow  # counts what the any-string test above played: the two run together
 def test_fuzz_covered_at_least_2000_distinct_actions():
     assert len(set(_seen)) >= 2000
 

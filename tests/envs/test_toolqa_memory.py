@@ -37,6 +37,7 @@ def _rss_growth(env_id: str, episodes: int) -> int:
     return process.memory_info().rss - before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_id, episodes", [("ToolQA-v0", 400), ("ToolQA-LongForm-v0", 100)])
 def test_long_answers_keep_memory_flat(env_id, episodes):
     # Unbounded, the n-gram cache kept every answer: ~1.4 MB more per episode.

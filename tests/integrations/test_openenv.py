@@ -328,6 +328,7 @@ def test_concurrent_http_resets_start_at_most_max_sessions_engines():
             assert body["observation"]["text"]
 
 
+@pytest.mark.multiproc
 def test_a_client_that_leaves_without_closing_costs_one_log_line(toolqa_server):
     before = len(toolqa_server.stderr)
     client = subprocess.Popen([sys.executable, "-c", CLIENT, toolqa_server.url], stdin=subprocess.PIPE,

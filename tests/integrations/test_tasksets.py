@@ -379,6 +379,7 @@ MALFORMED_SETS = {
 }
 
 
+@pytest.mark.slow
 def test_malformed_task_sets_are_refused_in_one_short_line(tmp_path):
     good = str(tmp_path / "good")
     main(["export-tasks", "ToolQA-v0", "--split", "test", "--out", good, "--limit", "1"])

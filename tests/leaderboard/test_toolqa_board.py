@@ -20,6 +20,7 @@ def _rows(rows):
     return {r["agent"]: r for r in rows}
 
 
+@pytest.mark.slow
 def test_expert_solves_and_random_fails_every_test_question(tmp_path):
     rows = _rows(run_board(["expert", "random"], ["ToolQA-v0"], ["test"], str(tmp_path), runner=QUIET))
     every = enumerate_tasks("ToolQA-v0", "test")
@@ -74,6 +75,7 @@ def test_runaway_replies_are_cut_in_the_history_so_request_bodies_stay_bounded(t
     assert len(past) == 9 and all(len(c) <= MAX_ACTION_CHARS and "characters cut]" in c for c in past)
 
 
+@pytest.mark.slow
 def test_broken_agents_cost_only_their_own_episodes(tmp_path):
     agents = ["expert", "raises=board_agents:Raises", "hangs=board_agents:Hangs", "garbage=board_agents:Garbage",
               "short=board_agents:WrongLength", "poisoned=board_agents:PoisonedTask"]
@@ -118,6 +120,7 @@ def test_the_built_in_tiny_model_plays_with_the_tiny_presets_settings_a_director
         directory.close()
 
 
+@pytest.mark.slow
 def test_repeats_merge_and_the_command_line(tmp_path, capsys):
     a, b, whole = (str(tmp_path / n) for n in ("a", "b", "whole"))
     args = ["leaderboard", "--agents", "random", "--envs", "ToolQA-v0", "--split", "test", "--repeats", "2",

@@ -73,6 +73,7 @@ def test_a_users_env_exports_a_task_set_that_names_its_module(tmp_path):
     assert made.reset(seed=3)[1]["task_id"] in tasks.task_ids
 
 
+@pytest.mark.slow
 def test_the_cli_plays_and_evaluates_a_users_env_by_module_and_id(tiny_path, capsys):
     assert main(["demo", USER_ENV, "--seed", "3"]) == 0
     assert "success=True" in capsys.readouterr().out

@@ -103,6 +103,7 @@ def test_resume_and_readers_never_run_a_booby_trapped_pickle(saved, tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.multiproc
 def test_agentgym_eval_on_a_booby_trapped_checkpoint_runs_nothing_and_says_one_line(saved, tmp_path):
     marker = tmp_path / "pwned"
     step = saved / "checkpoints" / "step_4"

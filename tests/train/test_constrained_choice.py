@@ -48,6 +48,7 @@ def _valid_rate(episodes) -> float:
     return sum(bool(i["action_valid"]) for i in infos) / len(infos)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["concat", "window"])
 def test_the_update_recomputes_the_sampled_logprobs_under_the_same_mask(tiny, layout):
     model, tok = tiny

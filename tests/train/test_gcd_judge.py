@@ -19,6 +19,7 @@ tricky = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=8)), ma
 no_tags = st.text(max_size=200).filter(lambda s: parse_verdict(s + "<judge>good</judge>") == "good")
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None)
 @given(st.one_of(st.text(), tricky, st.binary()))
 def test_parse_verdict_never_raises_and_only_yields_a_verdict_or_none(text):

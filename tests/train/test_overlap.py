@@ -145,6 +145,7 @@ class RecordingBatch(EnvBatch):
         return results
 
 
+@pytest.mark.slow
 def test_a_hung_env_holds_up_no_other_episode_when_overlapped():
     step_timeout = 4.0
     events = []  # policy calls and step results, in the order they happened

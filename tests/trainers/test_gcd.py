@@ -36,6 +36,7 @@ def rows(path, name="metrics.jsonl"):
     return [json.loads(line) for line in open(path / "run" / name)]
 
 
+@pytest.mark.learning
 @pytest.mark.parametrize("base", ["grpo", "gigpo"])
 def test_gcd_smoke_on_toolqa_trains_the_judge_in_the_same_update(tmp_path, base):
     cfg = small_config(tmp_path, cls=gcd.GCDTrainConfig, num_steps=2, num_epochs=1, num_minibatches=1,
@@ -58,6 +59,7 @@ def test_gcd_smoke_on_toolqa_trains_the_judge_in_the_same_update(tmp_path, base)
     assert state["extra"]["method"] == f"gcd-{base}"
 
 
+@pytest.mark.learning
 def test_gcd_resume_with_its_mistakes_list_matches_an_uninterrupted_run_bitwise(tmp_path):
     kw = dict(cls=gcd.GCDTrainConfig, gcd=JUDGE)
     gcd.main(small_config(tmp_path / "full", **kw))
@@ -77,6 +79,7 @@ def test_gcd_resume_with_its_mistakes_list_matches_an_uninterrupted_run_bitwise(
     assert rows(tmp_path / "cut", "gcd_mistakes.jsonl") == rows(tmp_path / "full", "gcd_mistakes.jsonl")
 
 
+@pytest.mark.learning
 def test_system_prompt_of_later_episodes_carries_the_list(tmp_path):
     from agentgym.train.methods import GCD, GCDConfig
 
@@ -144,6 +147,7 @@ def test_cold_start_mixes_balanced_judge_samples_and_keeps_the_old_recipe_withou
     assert "8 judge samples (4 good, 4 bad" in capsys.readouterr().out
 
 
+@pytest.mark.learning
 def test_held_out_evaluation_and_agentgym_eval_use_the_trained_list(tmp_path, capsys):
     from agentgym.agents import Completion, Policy, SamplingConfig
     from agentgym.train import loop

@@ -46,6 +46,7 @@ def test_grpo_smoke_logs_every_documented_metric(tmp_path):
     assert len(history) == 2
 
 
+@pytest.mark.learning
 def test_resume_matches_an_uninterrupted_run_bitwise(tmp_path):
     full_dir, cut_dir = tmp_path / "full", tmp_path / "cut"
     grpo.main(small_args(full_dir))
@@ -84,6 +85,7 @@ def test_resume_auto_passes_over_a_hostile_latest_and_overwrites_no_earlier_chec
     assert [r["step"] for r in read_jsonl(tmp_path / "run" / "metrics.jsonl")] == [1, 2, 3]
 
 
+@pytest.mark.learning
 def test_a_checkpoint_error_ends_a_trainer_script_with_one_line(tmp_path):
     import subprocess
     import sys
@@ -155,6 +157,7 @@ def test_evaluation_reports_before_and_after_and_leaves_the_random_streams_as_th
         assert 0.0 <= last[key] <= 1.0, key
 
 
+@pytest.mark.learning
 def test_resume_survives_a_partial_last_metrics_line_and_keeps_the_before_evaluation(tmp_path):
     import warnings
 
@@ -193,6 +196,7 @@ def test_a_half_written_cold_start_is_rebuilt_not_loaded(tmp_path):
     assert reusable(final, cfg) and not reusable(final, cfg_other)
 
 
+@pytest.mark.learning
 def test_eval_every_logs_a_held_out_curve_that_survives_resume(tmp_path):
     kw = dict(num_epochs=1, num_minibatches=1, eval_episodes=2, max_new_tokens=6, eval_every=2)
     full = grpo.main(small_args(tmp_path / "full", num_steps=4, **kw))
@@ -209,6 +213,7 @@ def test_eval_every_logs_a_held_out_curve_that_survives_resume(tmp_path):
     assert [p["seconds"] for p in resumed.curve] == sorted(p["seconds"] for p in resumed.curve)
 
 
+@pytest.mark.learning
 def test_several_eval_splits_score_each_split_as_if_it_were_evaluated_alone(tmp_path):
     kw = dict(num_epochs=1, num_minibatches=1, eval_episodes=3, max_new_tokens=6, num_steps=2)
     both = grpo.main(small_args(tmp_path / "both", eval_split="valid,test", eval_every=1, **kw))
@@ -228,6 +233,7 @@ def test_several_eval_splits_score_each_split_as_if_it_were_evaluated_alone(tmp_
     assert rows[-1]["eval/test/return/after"] == both.evaluation["after"]["splits"]["test"]["prs_return"]
 
 
+@pytest.mark.learning
 def test_max_episodes_stops_at_the_budget_counting_extra_rollouts_and_resumes(tmp_path):
     import vspo
 
@@ -275,6 +281,7 @@ def test_a_binary_reward_run_is_evaluated_on_the_prs_return(tmp_path):
     assert binary == prs and prs["prs_return"] > 0.0 and prs["success_rate"] == 0.0
 
 
+@pytest.mark.learning
 def test_rollout_mode_reaches_the_collector_and_in_process_envs_play_it_as_lockstep(tmp_path):
     # on the sync backend nothing steps concurrently, so overlapped batches are lockstep's exactly
     # and even sampled runs match; on the process backend the overlapped run trains too

@@ -25,6 +25,7 @@ def rows(path):
     return [json.loads(line) for line in open(path / "run" / "metrics.jsonl")]
 
 
+@pytest.mark.learning
 def test_vspo_replaces_zero_advantage_groups_and_trains_on_none(tmp_path, cold_model):
     cfg = small_config(tmp_path, cls=vspo.VSPOTrainConfig, model=cold_model, num_steps=3, num_groups=4,
                        group_size=4, max_new_tokens=40, num_epochs=1, num_minibatches=1)
@@ -58,6 +59,7 @@ def test_a_vspo_step_whose_groups_all_tie_logs_what_it_played_and_says_the_updat
         assert f"played reward {r['reward/played_mean']:.3f}" in line
 
 
+@pytest.mark.learning
 def test_vspo_resume_with_its_value_buffer_matches_an_uninterrupted_run_bitwise(tmp_path, cold_model):
     kw = dict(cls=vspo.VSPOTrainConfig, model=cold_model, num_groups=2, group_size=4, max_new_tokens=24)
     vspo.main(small_config(tmp_path / "full", **kw))
@@ -74,6 +76,7 @@ def test_vspo_resume_with_its_value_buffer_matches_an_uninterrupted_run_bitwise(
     assert state["extra"]["extension"]["vspo"]["buffer"]["records"]
 
 
+@pytest.mark.learning
 @pytest.mark.parametrize("trainer,cls", [(gigpo, "GiGPOTrainConfig"), (dapo, "DAPOTrainConfig")])
 def test_gigpo_and_dapo_smoke_on_toolqa(tmp_path, cold_model, trainer, cls):
     result = trainer.main(small_config(tmp_path, cls=getattr(trainer, cls), model=cold_model, num_steps=2,
@@ -96,6 +99,7 @@ def test_every_trainer_runs_alfworld_in_the_window_layout(tmp_path, trainer):
     assert (tmp_path / "run" / "checkpoints" / "step_2" / "trainer_state.json").exists()
 
 
+@pytest.mark.learning
 def test_rl_never_trains_on_the_cold_start_tasks(tmp_path, cold_model):
     record = read_record(cold_model)
     assert record["env_id"] == "ToolQA-v0" and len(set(record["task_ids"])) == 64

@@ -35,6 +35,7 @@ def test_rft_trains_like_sft_by_default_and_allows_groups_of_one():
         build(rft.RFTTrainConfig, model="tiny", cold_start={"num_steps": 0}, rft={"keep": "most"}).validate()
 
 
+@pytest.mark.learning
 def test_rft_logs_checkpoints_and_resumes_exactly(tmp_path, cold_model):
     # the tiny model rarely succeeds on ToolQA: a small return threshold gives it episodes to keep. The
     # run plays the cold start's own view of the env (--preset auto reads it from the checkpoint's record):

@@ -29,6 +29,7 @@ def _weights(run):
     return load_file(str(run / "checkpoints" / "step_4" / "model.safetensors"))
 
 
+@pytest.mark.learning
 def test_logging_episodes_trains_the_same_and_a_resume_keeps_the_earlier_files(tmp_path):
     kw = dict(num_steps=4, eval_episodes=2, eval_every=2, save_every=2)
     grpo.main(small_config(tmp_path / "off", log_episodes=0, **kw))

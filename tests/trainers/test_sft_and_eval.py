@@ -188,6 +188,7 @@ def _prompt_nll(model_dir, samples):
     return float(torch.nn.functional.cross_entropy(logits, targets))
 
 
+@pytest.mark.learning
 def test_a_prompt_loss_weight_also_teaches_the_model_the_env_text_and_is_part_of_the_recipe(tmp_path, tiny_path):
     from agentgym.train.base.records import read_record
     from agentgym.train.coldstart.sft import expert_samples

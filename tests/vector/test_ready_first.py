@@ -62,6 +62,7 @@ def test_ready_first_plays_the_same_episodes_as_lockstep(fixture_id, backend, ex
     assert _ready_first(make_vec(fixture_id, 6, group_size=2, backend=backend, **extra)) == expected
 
 
+@pytest.mark.multiproc
 def test_recv_returns_the_envs_that_are_done_and_a_hung_env_holds_up_no_one(fixture_id):
     vec = _started(fixture_id, 4, backend="process", step_timeout=4.0)
     vec.send(["!hang", "inc", "inc", "inc"])
