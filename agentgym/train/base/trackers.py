@@ -139,53 +139,49 @@ class TensorBoardTracker(Tracker):
         self.writer.close()
 
 
-class WandbTracker(Tracker):
+class _RunTracker(Tracker):
+    """A tracker with wandb's run API (``run.log(dict, step=)``, a ``Table`` class, ``run.finish()``),
+    which Trackio mirrors."""
+
+    def log(self, step: int, scalars: Mapping[str, float]) -> None:
+        self.run.log(dict(scalars), step=step)
+
+    def log_episodes(self, step: int, rows: list[list[Any]]) -> None:
+        self.run.log({"episodes": self.module.Table(columns=TABLE_COLUMNS, data=rows)}, step=step)
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+class WandbTracker(_RunTracker):
     name = "wandb"
 
     def __init__(self, output_dir: Path, run_name: str, settings: Mapping[str, Any], resume_id: str | None = None):
         import wandb
 
-        self.wandb = wandb
+        self.module = wandb
         self.run = wandb.init(project=os.environ.get("WANDB_PROJECT", "agentgym"), name=run_name,
                               dir=str(output_dir), config=dict(settings), id=resume_id,
                               resume="allow" if resume_id else None, reinit="create_new")
 
-    def log(self, step: int, scalars: Mapping[str, float]) -> None:
-        self.run.log(dict(scalars), step=step)
-
-    def log_episodes(self, step: int, rows: list[list[Any]]) -> None:
-        self.run.log({"episodes": self.wandb.Table(columns=TABLE_COLUMNS, data=rows)}, step=step)
-
     def ids(self) -> dict[str, str]:
         return {"wandb": self.run.id}
 
-    def close(self) -> None:
-        self.run.finish()
 
-
-class TrackioTracker(Tracker):
+class TrackioTracker(_RunTracker):
     name = "trackio"
 
     def __init__(self, output_dir: Path, run_name: str, settings: Mapping[str, Any], resume_id: str | None = None):
         import trackio
 
-        self.trackio = trackio
+        self.module = trackio
         # Trackio finds a run to resume by its name, and a fresh run may reuse a name: each run's own
         name = resume_id or f"{run_name}-{time.strftime('%Y%m%d-%H%M%S')}"
         self.run = trackio.init(project=os.environ.get("TRACKIO_PROJECT", "agentgym"), name=name,
                                 config=dict(settings), resume="allow" if resume_id else "never")
 
-    def log(self, step: int, scalars: Mapping[str, float]) -> None:
-        self.run.log(dict(scalars), step=step)
-
-    def log_episodes(self, step: int, rows: list[list[Any]]) -> None:
-        self.run.log({"episodes": self.trackio.Table(columns=TABLE_COLUMNS, data=rows)}, step=step)
-
     def ids(self) -> dict[str, str]:
         return {"trackio": self.run.name}
-
-    def close(self) -> None:
-        self.run.finish()
 
 
 class MLflowTracker(Tracker):
