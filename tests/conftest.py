@@ -11,6 +11,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+# Idle OpenMP threads sleep rather than spin (agentgym.train.base.threads says why): set before any
+# test imports torch, and inherited by the trainers and workers tests start, so tests that run side by
+# side (pytest-xdist) share the cores instead of starving each other.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 # The Hugging Face libraries' caches (hub downloads, `datasets` builds of local folders, modules) go
 # to a folder of this test session, removed at its end: no test reads what the user or an earlier run
 # cached, nor writes into the user's caches. Set here, at import, because those libraries read
@@ -32,11 +37,42 @@ for _name, _sub in {"HF_HOME": "", "HF_DATASETS_CACHE": "datasets", "HF_HUB_CACH
 WHY_SLOW = ("engine", "learning", "browser", "network", "multiproc")
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection reads the markers
-def pytest_collection_modifyitems(items):
+# Under pytest-xdist (`-n auto`; pyproject.toml's addopts choose `--dist loadgroup` and keep this
+# order), what runs where:
+# - A test module runs whole on one worker, in its order: module fixtures (a JVM, a game set, a
+#   trained checkpoint) are made once, and the docs-commands pages run in the order that later pages
+#   build on. Ray's two modules share a worker: `ray.init()` joins a cluster another test started on
+#   this machine, and the cluster test's `ray stop --force` ends every Ray process here.
+# - The longest modules start first, so none of them starts last and runs alone at the end (their
+#   seconds alone on 2 cores, serially: the main job's learning test 980, the ALFWorld learning
+#   test 810, the docs' commands about 1,000 over all pages). Only the order changes.
+SHARED_WORKER = {"tests/vector/test_ray_backend.py": "ray", "tests/vector/test_ray_cluster.py": "ray"}
+LONGEST_FIRST = ("tests/trainers/test_learning.py", "tests/trainers/test_alfworld_learning.py",
+                 "tests/test_docs_commands.py")
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: a worker per core this process may use (affinity and cgroup quota), at most 4: each
+    worker holds torch and starts engines and trainers of its own, and a test's own threads and
+    subprocesses use the cores too."""
+    from agentgym.train.base.threads import available_cores
+
+    return min(4, available_cores())
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection and xdist's grouping read the markers
+def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("slow") is None and any(item.get_closest_marker(m) for m in WHY_SLOW):
             item.add_marker(pytest.mark.slow)
+    if not hasattr(config, "workerinput"):  # not an xdist worker: the order and groups stay as collected
+        return
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(SHARED_WORKER.get(module, module)))
+    rank = {module: i for i, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest as collected
 
 
 @pytest.fixture(scope="session")
