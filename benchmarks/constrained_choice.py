@@ -48,10 +48,10 @@ def play(policy, tokenizer, constrained: bool, episodes: int, split: str, temper
     import torch
 
     from agentgym.agents import SamplingConfig
+    from agentgym.train.config.rollout import RolloutConfig
     from agentgym.train.rollout.chat import ChatEncoder
     from agentgym.train.rollout.envs import make_env_batch
     from agentgym.train.rollout.episodes import collect_episodes
-    from agentgym.train.rollout.settings import RolloutConfig
 
     kwargs = {**ENV_KWARGS, **({"constrained_choice": True} if constrained else {})}
     envs = make_env_batch("ALFWorld-v0", episodes, 1, "sync", kwargs)

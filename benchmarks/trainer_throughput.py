@@ -44,12 +44,12 @@ ENV_KWARGS = {"question_kinds": ["single_hop"], "max_turns": 3}
 def _grpo_batch(model, tokenizer, groups, group_size, max_new_tokens, layout="concat", env_kwargs=None, seed=0,
                 env_id="ToolQA-v0"):
     from agentgym.agents import HFPolicy, SamplingConfig
+    from agentgym.train.config.rollout import RolloutConfig
     from agentgym.train.methods.grpo import group_advantages
     from agentgym.train.rollout.chat import ChatEncoder
     from agentgym.train.rollout.envs import make_env_batch
     from agentgym.train.rollout.episodes import collect_episodes
     from agentgym.train.rollout.samples import episode_samples
-    from agentgym.train.rollout.settings import RolloutConfig
     from agentgym.train.rollout.tasks import task_seed
 
     sampling = SamplingConfig(max_new_tokens=max_new_tokens)
@@ -73,7 +73,7 @@ def _grpo_batch(model, tokenizer, groups, group_size, max_new_tokens, layout="co
 def _update(model, tokenizer, samples, micro_batch_size, bf16=False, repeats=2):
     import torch
 
-    from agentgym.train.optim.settings import LossConfig
+    from agentgym.train.config.optim import LossConfig
     from agentgym.train.optim.update import train_step
 
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
@@ -325,10 +325,10 @@ def _overlap_on(env_id, policy, tok, args):
     """The overlap part on one env: both modes, ``args.overlap_rounds`` rounds on the same envs."""
     import numpy as np
 
+    from agentgym.train.config.rollout import RolloutConfig
     from agentgym.train.rollout.chat import ChatEncoder
     from agentgym.train.rollout.envs import make_env_batch
     from agentgym.train.rollout.episodes import collect_episodes
-    from agentgym.train.rollout.settings import RolloutConfig
     from agentgym.train.rollout.tasks import task_seed
     from agentgym.vector import ProcessOptions
 

@@ -39,7 +39,7 @@ def timed_update(model, tokenizer, samples, micro_batch_size: int, reference: bo
     import torch
 
     import agentgym.train.optim.update as update
-    from agentgym.train.optim.settings import LossConfig
+    from agentgym.train.config.optim import LossConfig
 
     model = copy.deepcopy(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.0)

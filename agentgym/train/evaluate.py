@@ -40,11 +40,11 @@ from agentgym.train.config.env import EnvConfig
 from agentgym.train.config.env_check import check_env
 from agentgym.train.config.model import ModelConfig
 from agentgym.train.config.presets import check_preset, describe, parse_env_kwargs, resolve_env_kwargs
+from agentgym.train.config.rollout import LayoutConfig, RolloutConfig
 from agentgym.train.hooks import Extensions
 from agentgym.train.methods import recorded_extensions
 from agentgym.train.rollout.envs import make_env_batch
 from agentgym.train.rollout.episodes import GroupRequest, collect_episodes
-from agentgym.train.rollout.settings import LayoutConfig, RolloutConfig
 
 
 def evaluate(policy, env_id: str, env_kwargs: dict[str, Any] | None = None, split: str | None = "test",

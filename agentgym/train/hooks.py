@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedTokenizerBase
 
-    from agentgym.train.coldstart.settings import SFTConfig
+    from agentgym.train.config.coldstart import SFTConfig
     from agentgym.train.rollout.chat import ChatEncoder
 
 

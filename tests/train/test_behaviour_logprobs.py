@@ -5,12 +5,12 @@ import pytest
 import torch
 
 from agentgym.agents import HFPolicy, SamplingConfig
+from agentgym.train.config.rollout import RolloutConfig
 from agentgym.train.optim.update import behaviour_logprobs, sample_logprobs
 from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.rollout.envs import make_env_batch
 from agentgym.train.rollout.episodes import collect_episodes
 from agentgym.train.rollout.samples import Sample, episode_samples
-from agentgym.train.rollout.settings import RolloutConfig
 
 
 @pytest.mark.parametrize("layout", ["concat", "window"])

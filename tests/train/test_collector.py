@@ -8,10 +8,10 @@ import gymnasium as gym
 import pytest
 
 from agentgym.agents.base import Completion
+from agentgym.train.config.rollout import RolloutConfig
 from agentgym.train.rollout.collector import Collector
 from agentgym.train.rollout.envs import EnvBatch
 from agentgym.train.rollout.episodes import GroupRequest
-from agentgym.train.rollout.settings import RolloutConfig
 from agentgym.vector import make_vec
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "vector"))

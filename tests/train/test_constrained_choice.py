@@ -7,7 +7,8 @@ import torch
 
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.agents.hf import ReplyTrie
-from agentgym.train.optim.settings import LossConfig
+from agentgym.train.config.optim import LossConfig
+from agentgym.train.config.rollout import RolloutConfig
 from agentgym.train.optim.update import (
     behaviour_logprobs,
     logprobs_and_hidden,
@@ -19,7 +20,6 @@ from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.rollout.envs import make_env_batch
 from agentgym.train.rollout.episodes import collect_episodes
 from agentgym.train.rollout.samples import Sample, episode_samples
-from agentgym.train.rollout.settings import RolloutConfig
 
 pytest.importorskip("alfworld")
 

@@ -1,7 +1,7 @@
 import pytest
 
+from agentgym.train.config.optim import LossConfig
 from agentgym.train.methods.dapo import DAPO_EPS_HIGH, DAPO_EPS_LOW, dynamic_sampling_mask, has_reward_spread
-from agentgym.train.optim.settings import LossConfig
 
 
 def test_spread_is_max_minus_min_against_the_tolerance():

@@ -14,6 +14,7 @@ from toy_env import ToyLookupEnv
 
 from agentgym.agents.base import Completion
 from agentgym.train.base.flags import build
+from agentgym.train.config.rollout import RolloutConfig
 from agentgym.train.config.tree import TrainConfig
 from agentgym.train.hooks import Extensions, StepContext
 from agentgym.train.methods import GCD, GCDConfig
@@ -23,7 +24,6 @@ from agentgym.train.methods.gcd.judge import judge_prompt
 from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.rollout.envs import make_env_batch
 from agentgym.train.rollout.episodes import Episode, collect_episodes
-from agentgym.train.rollout.settings import RolloutConfig
 from agentgym.train.view import RunView
 
 

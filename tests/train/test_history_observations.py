@@ -12,12 +12,12 @@ from agentgym.agents import Completion, Policy, SamplingConfig
 from agentgym.envs.alfworld.generate import generate
 from agentgym.train.base.errors import ConfigError
 from agentgym.train.base.flags import build
+from agentgym.train.config.rollout import RolloutConfig
 from agentgym.train.config.tree import SFTRunConfig, TrainConfig
 from agentgym.train.methods.gcd.steps import labelled_steps
 from agentgym.train.methods.gigpo import anchors_of
 from agentgym.train.rollout.envs import make_env_batch
 from agentgym.train.rollout.episodes import collect_episodes
-from agentgym.train.rollout.settings import RolloutConfig
 
 HISTORY = {"observation": "history+admissible", "history": 1, "action_format": "choice", "max_turns": 4}
 

@@ -3,8 +3,8 @@ import math
 import pytest
 import torch
 
+from agentgym.train.config.optim import LossConfig
 from agentgym.train.optim.loss import k3_kl, policy_loss
-from agentgym.train.optim.settings import LossConfig
 
 
 def test_on_policy_loss_is_minus_mean_advantage_and_gradient_is_advantage_weighted():

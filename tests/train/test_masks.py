@@ -8,14 +8,14 @@ from toy_env import ToyLookupEnv
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.agents.base import Completion, Policy
 from agentgym.prompts import episode_to_messages
+from agentgym.train.config.optim import LossConfig
+from agentgym.train.config.rollout import RolloutConfig
 from agentgym.train.optim.loss import policy_loss
-from agentgym.train.optim.settings import LossConfig
 from agentgym.train.optim.update import pad_batch, sample_logprobs
 from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.rollout.envs import make_env_batch
 from agentgym.train.rollout.episodes import collect_episodes
 from agentgym.train.rollout.samples import episode_samples
-from agentgym.train.rollout.settings import RolloutConfig
 
 
 def scripted_completion(tokenizer, text):

@@ -11,11 +11,11 @@ import torch
 
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.agents.base import Completion
+from agentgym.train.config.rollout import RolloutConfig
 from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.rollout.collector import Collector
 from agentgym.train.rollout.envs import EnvBatch, make_env_batch
 from agentgym.train.rollout.episodes import GroupRequest, collect_episodes
-from agentgym.train.rollout.settings import RolloutConfig
 from agentgym.vector import make_vec
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "vector"))

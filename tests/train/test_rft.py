@@ -8,13 +8,13 @@ import torch
 
 from agentgym.agents.base import Completion
 from agentgym.train.base.errors import ConfigError
+from agentgym.train.config.optim import LossConfig
 from agentgym.train.config.tree import TrainConfig
 from agentgym.train.hooks import StepContext
 from agentgym.train.methods import BY_NAME, RFT, RFTConfig, recorded_extensions
 from agentgym.train.methods.grpo import group_advantages
 from agentgym.train.methods.rft import keep_in_group, select
 from agentgym.train.optim.loss import policy_loss
-from agentgym.train.optim.settings import LossConfig
 from agentgym.train.rollout.episodes import Episode, Turn
 from agentgym.train.rollout.samples import episode_samples, per_turn
 from agentgym.train.view import RunView

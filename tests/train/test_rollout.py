@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from agentgym.agents import HFPolicy, SamplingConfig
+from agentgym.train.config.rollout import RolloutConfig
 from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.rollout.envs import make_env_batch
 from agentgym.train.rollout.episodes import collect_episodes
-from agentgym.train.rollout.settings import RolloutConfig
 
 ENV_KWARGS = {"question_kinds": ["single_hop"], "max_turns": 2}
 

@@ -4,7 +4,7 @@ import copy
 
 import torch
 
-from agentgym.train.optim.settings import LossConfig
+from agentgym.train.config.optim import LossConfig
 from agentgym.train.optim.update import train_step
 from agentgym.train.rollout.samples import Sample
 

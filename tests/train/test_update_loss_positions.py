@@ -10,7 +10,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 import agentgym.train.optim.update as update
-from agentgym.train.optim.settings import LossConfig
+from agentgym.train.config.optim import LossConfig
 from agentgym.train.optim.update import _micro_batches, logprobs_and_hidden, sample_logprobs, token_logprobs, train_step
 from agentgym.train.rollout.samples import Sample
 

@@ -1,5 +1,5 @@
-"""Each setting is declared once, in the settings group beside the code that reads it: the runtime takes the parsed groups as
-they are, so a flag reaches every place that uses its setting."""
+"""Each setting is declared once, in its settings group (agentgym/train/config/, or a method's module): the runtime takes the
+parsed groups as they are, so a flag reaches every place that uses its setting."""
 
 from dataclasses import fields
 
@@ -13,12 +13,12 @@ from trainer_helpers import TOOLQA_SMALL
 
 from agentgym.agents import Policy, SamplingConfig
 from agentgym.train.base.flags import build, settings
-from agentgym.train.coldstart.settings import SFTConfig
 from agentgym.train.config.cli import parse
+from agentgym.train.config.coldstart import SFTConfig
+from agentgym.train.config.optim import LossConfig
+from agentgym.train.config.rollout import LayoutConfig, RolloutConfig
 from agentgym.train.config.run import BaseRunConfig, RunConfig
 from agentgym.train.config.tree import SFTRunConfig, TrainConfig
-from agentgym.train.optim.settings import LossConfig
-from agentgym.train.rollout.settings import LayoutConfig, RolloutConfig
 
 
 def test_every_flat_name_means_one_setting_across_the_trainers():

@@ -107,7 +107,7 @@ def _one_step(model, samples, ref, dist=None, loss_term=False):
     """One train_step with SGD (a wrong gradient scale shows in the weights, unlike Adam's), a KL
     term, clipping that bites, and GCD-like judge samples with their own aggregation; with
     ``loss_term``, an extension's loss term whose head is a second parameter group."""
-    from agentgym.train.optim.settings import LossConfig
+    from agentgym.train.config.optim import LossConfig
     from agentgym.train.optim.update import sample_logprobs, train_step
 
     lp = sample_logprobs(model, samples, 0, 3)

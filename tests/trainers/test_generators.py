@@ -18,10 +18,10 @@ from trainer_helpers import small_config
 
 from agentgym.agents import HFPolicy, OpenAIRequestError, SamplingConfig
 from agentgym.train.base.errors import ConfigError
+from agentgym.train.config.rollout import vllm_installed
 from agentgym.train.hooks import TrainerExtension
 from agentgym.train.loop import train
 from agentgym.train.rollout.generators import GeneratorError, ServerGenerator
-from agentgym.train.rollout.settings import vllm_installed
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 

@@ -210,7 +210,7 @@ def test_a_prompt_loss_with_exploration_in_the_concat_layout_stops_with_one_line
     import pytest
 
     from agentgym.train.base.errors import ConfigError
-    from agentgym.train.coldstart.settings import SFTConfig
+    from agentgym.train.config.coldstart import SFTConfig
     from agentgym.train.config.tree import SettingError
 
     cfg = build(SFTRunConfig, model="tiny", preset="none", env_id="ALFWorld-v0", layout="concat", explore=0.2,

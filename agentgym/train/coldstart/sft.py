@@ -40,8 +40,7 @@ from agentgym.train.base.records import RECORD_FILE, is_complete, read_record
 from agentgym.train.base.threads import set_cpu_threads
 from agentgym.train.coldstart.expert import expert_episode
 from agentgym.train.hooks import Extensions, TrainerExtension
-from agentgym.train.rollout.chat import ChatEncoder
-from agentgym.train.rollout.settings import LayoutConfig
+from agentgym.train.rollout.chat import MAX_PROMPT_TOKENS, ChatEncoder
 from agentgym.train.rollout.tasks import STREAM_COLD_START, cold_start_tasks, task_seed
 
 if TYPE_CHECKING:
@@ -63,7 +62,7 @@ def _recipe(cfg: SFTRunConfig) -> dict[str, Any]:
     sft = to_dict(cfg.sft)
     sft.pop("log_every", None)  # printing does not change the model
     sft.pop("expert_split", None)  # the recipe's "split" is the split the expert played
-    if cfg.chat.max_prompt_tokens != LayoutConfig.max_prompt_tokens:
+    if cfg.chat.max_prompt_tokens != MAX_PROMPT_TOKENS:
         # the default cap is left out, so cold starts cached before it existed are still reused
         sft["max_prompt_tokens"] = cfg.chat.max_prompt_tokens
     if not sft.get("explore"):

@@ -2,17 +2,17 @@
 
 :class:`TrainConfig` (the RL trainers) is the groups env, model, rollout (which holds the sampling
 settings, one :class:`~agentgym.agents.SamplingConfig`), optim (which holds the policy's
-:class:`~agentgym.train.optim.settings.LossConfig`), run and eval, whose flags carry no prefix
+:class:`~agentgym.train.config.optim.LossConfig`), run and eval, whose flags carry no prefix
 (``--env-id``, ``--temperature``, ``--eps-low``), and the cold start, an
-:class:`~agentgym.train.coldstart.settings.SFTConfig` whose flags carry its name
+:class:`~agentgym.train.config.coldstart.SFTConfig` whose flags carry its name
 (``--cold-start.num-steps``). :class:`SFTRunConfig` (``trainers/sft.py``) is env, model, the same
 SFT settings, the token layout and the run basics. A method adds one group of its own
 (``vspo: VSPOConfig``), whose flags carry its prefix (``--vspo.eta``). How names are given and kept
 unique is :mod:`agentgym.train.base.flags`.
 
-Each group lives beside the code that reads it and checks its own values (``check()``); a tree's
-``validate()`` runs those checks, naming the flag, then what needs several groups, the file system
-or the env, once.
+Each group (all in this package but a method's own, which lives in its module) checks its own values
+(``check()``); a tree's ``validate()`` runs those checks, naming the flag, then what needs several
+groups, the file system or the env, once.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from agentgym.settings import SettingError
 from agentgym.train.base.errors import ConfigError, at_least
 from agentgym.train.base.flags import ConfigTree, Flat, Grouped, groups
 from agentgym.train.base.world import launched_world_size
-from agentgym.train.coldstart.settings import SFTConfig
+from agentgym.train.config.coldstart import SFTConfig
 from agentgym.train.config.env import EnvConfig, check_history_layout
 from agentgym.train.config.model import ModelConfig
+from agentgym.train.config.optim import OptimConfig
+from agentgym.train.config.rollout import LayoutConfig, RolloutConfig
 from agentgym.train.config.run import BaseRunConfig, EvalConfig, RunConfig
-from agentgym.train.optim.settings import OptimConfig
-from agentgym.train.rollout.settings import LayoutConfig, RolloutConfig
 
 
 def check_groups(config: Any) -> None:

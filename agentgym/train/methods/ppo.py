@@ -52,13 +52,13 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from agentgym.train.base.errors import ConfigError
+from agentgym.train.config.rollout import RolloutConfig
 from agentgym.train.config.run import RunConfig
 from agentgym.train.config.tree import TrainConfig
 from agentgym.train.hooks import MicroBatch, StepContext, TrainerExtension
 from agentgym.train.methods.registry import Method, register
 from agentgym.train.rollout.episodes import Episode
 from agentgym.train.rollout.samples import Sample, episode_samples
-from agentgym.train.rollout.settings import RolloutConfig
 from agentgym.train.view import RunView
 
 

@@ -55,11 +55,11 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from agentgym.train.base.errors import ConfigError
+from agentgym.train.config.optim import LossConfig, OptimConfig
 from agentgym.train.config.run import RunConfig
 from agentgym.train.config.tree import TrainConfig
 from agentgym.train.hooks import StepContext, TrainerExtension
 from agentgym.train.methods.registry import Method, register
-from agentgym.train.optim.settings import LossConfig, OptimConfig
 from agentgym.train.rollout.episodes import Episode, by_group
 
 KEEP_RULES = ("all", "best")

@@ -28,11 +28,12 @@ lowers the probability of whatever the policy does, on net (docs/trainers.md, "L
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
-# the loss settings are declared with the trainers' other settings (the policy's are flags without a
-# prefix, GCD's judge has its own); importable from here too
-from agentgym.train.optim.settings import LossConfig
+if TYPE_CHECKING:
+    from agentgym.train.config.optim import LossConfig
 
 
 def k3_kl(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:

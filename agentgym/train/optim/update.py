@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -23,8 +24,10 @@ from agentgym.train.hooks import MicroBatch, TrainerExtension
 from agentgym.train.optim.distributed import all_reduce_grads
 from agentgym.train.optim.fsdp import gathered, is_sharded
 from agentgym.train.optim.loss import policy_loss
-from agentgym.train.optim.settings import LossConfig
 from agentgym.train.rollout.samples import Sample
+
+if TYPE_CHECKING:
+    from agentgym.train.config.optim import LossConfig
 
 STAT_KEYS = ("loss", "tokens", "pg_sum", "kl_sum", "clipped_sum", "ratio_sum")
 

@@ -9,5 +9,6 @@
 - :mod:`.tasks`: the seeded task stream, kept apart from the cold start's tasks.
 - :mod:`.chat`, :mod:`.samples`: the ``concat`` and ``window`` token layouts; episodes -> training
   samples. :mod:`.stats`: per-step episode metrics.
-- :mod:`.settings`: ``LayoutConfig`` and ``RolloutConfig``, the settings all of these read.
+
+What they read is ``RolloutConfig`` and ``LayoutConfig`` (:mod:`agentgym.train.config.rollout`).
 """

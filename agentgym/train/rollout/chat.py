@@ -32,6 +32,8 @@ from collections.abc import Sequence
 from agentgym.prompts import MAX_ACTION_CHARS, episode_to_messages
 
 LAYOUTS = ("concat", "window")
+MAX_PROMPT_TOKENS = 3072
+"""The default longest prompt (``--max-prompt-tokens``)."""
 
 
 class ChatEncoder:

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from agentgym.train.base.device import autocast_context
 from agentgym.train.rollout.episodes import Episode, GroupRequest, as_request, collect_episodes
-from agentgym.train.rollout.settings import RolloutConfig
+
+if TYPE_CHECKING:
+    from agentgym.train.config.rollout import RolloutConfig
 
 
 class Collector:

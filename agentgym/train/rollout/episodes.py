@@ -16,15 +16,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentgym.agents.base import Completion, Policy, SamplingConfig
 from agentgym.prompts import cut_action, episode_to_messages, observations_carry_history
 from agentgym.train.rollout.chat import ChatEncoder, check_layout, window_prompt_ids
 from agentgym.train.rollout.envs import EnvBatch, StepResult
 
-# the trainers' rollout settings, which this module consumes as they are; importable from here too
-from agentgym.train.rollout.settings import RolloutConfig
+if TYPE_CHECKING:
+    from agentgym.train.config.rollout import RolloutConfig
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,6 @@
 - :mod:`.checkpoint`: checkpoints that resume exactly; :mod:`.episode_log`: the episodes a run keeps
   on disk (``--log-episodes``) for reading and ``agentgym view``.
 
-A run's settings are in :mod:`agentgym.train.config` (and beside the code that reads each group);
+A run's settings are in :mod:`agentgym.train.config` (a method's own group in its module);
 its state, metrics, threads and checkpoint record in :mod:`agentgym.train.base`.
 """

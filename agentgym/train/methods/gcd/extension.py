@@ -38,7 +38,8 @@ from agentgym.train.base.errors import ConfigError
 from agentgym.train.base.flags import from_recorded
 from agentgym.train.base.metrics import trim_to_step
 from agentgym.train.base.records import trainer_record
-from agentgym.train.coldstart.settings import SFTConfig
+from agentgym.train.config.coldstart import SFTConfig
+from agentgym.train.config.optim import LossConfig
 from agentgym.train.config.run import RunConfig
 from agentgym.train.config.tree import TrainConfig
 from agentgym.train.hooks import SampleKind, StepContext, TrainerExtension
@@ -52,7 +53,6 @@ from agentgym.train.methods.gcd.steps import JudgedStep, cap_steps, judgment_met
 from agentgym.train.methods.gigpo import GiGPO, GiGPOConfig
 from agentgym.train.methods.grpo import group_advantages
 from agentgym.train.methods.registry import Method, register
-from agentgym.train.optim.settings import LossConfig
 from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.rollout.samples import Sample
 
@@ -143,7 +143,7 @@ class GCDConfig:
             raise ConfigError(f"--gcd.judge-url must be an http(s) URL ending in /v1, got {self.judge_url!r}")
 
     def loss_config(self) -> LossConfig:
-        """The judge samples' :class:`~agentgym.train.optim.settings.LossConfig` (checked with the config's
+        """The judge samples' :class:`~agentgym.train.config.optim.LossConfig` (checked with the config's
         other groups: ``--gcd.judge-loss.*``)."""
         return self.judge_loss
 

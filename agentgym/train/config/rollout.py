@@ -19,7 +19,7 @@ from agentgym.settings import SettingError, check_on_init
 from agentgym.train.base.errors import ConfigError, at_least, finite, is_int, is_number
 from agentgym.train.base.flags import Flat, Hidden
 from agentgym.train.base.world import launched_world_size
-from agentgym.train.rollout.chat import LAYOUTS
+from agentgym.train.rollout.chat import LAYOUTS, MAX_PROMPT_TOKENS
 
 ROLLOUT_MODES = ("lockstep", "overlapped")
 
@@ -39,7 +39,7 @@ class LayoutConfig:
     """multi-turn token layout (docs/trainers.md)"""
     window: int | None = 2
     """window layout: past turns kept in the prompt besides the first observation (None: all)"""
-    max_prompt_tokens: int = 3072
+    max_prompt_tokens: int = MAX_PROMPT_TOKENS
     """longest prompt: RL cuts an episode whose next prompt is longer (truncated), SFT leaves out an
     expert sample whose prompt before its last model turn is longer (the run stops if none is left)"""
 
