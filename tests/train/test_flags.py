@@ -2,13 +2,14 @@
 setting, checked when a config class is defined; former spellings still parse."""
 
 from dataclasses import dataclass, field
-from typing import Annotated, ClassVar
+from typing import Annotated
 
 import pytest
 
-from agentgym.train.base.flags import FlagClash, Flat, build
+from agentgym.train.base.flags import FlagClash, Flat, build, settings
+from agentgym.train.base.renamed import RENAMED_FLAGS
 from agentgym.train.config.cli import parse
-from agentgym.train.config.tree import TrainConfig
+from agentgym.train.config.tree import SFTRunConfig, TrainConfig
 
 
 @dataclass
@@ -50,22 +51,32 @@ def test_two_flat_groups_with_one_field_name_are_an_error_when_the_config_is_def
             second: Annotated[DropTolerance, Flat] = field(default_factory=DropTolerance)
 
 
-def test_a_former_name_that_a_current_setting_spells_is_an_error():
+def test_a_former_flag_that_a_current_setting_spells_is_an_error(monkeypatch):
     @dataclass
     class Renamed:
         spread: float = 0.0
         tol: float = 0.0
-        FORMER_NAMES: ClassVar[dict[str, str]] = {"tol": "spread"}
 
+    monkeypatch.setitem(RENAMED_FLAGS, "--x.tol", "--x.spread")
     with pytest.raises(FlagClash, match=r"the flag --x\.tol would be both x\.tol and the former name of x\.spread"):
         @dataclass
         class Clashing(TrainConfig):
             x: Renamed = field(default_factory=Renamed)
 
+    monkeypatch.setitem(RENAMED_FLAGS, "--num-steps", "--cold-start.num-steps")
     with pytest.raises(FlagClash, match="--num-steps"):
         @dataclass
         class Shadowing(TrainConfig):
-            FORMER_NAMES: ClassVar[dict[str, str]] = {"num_steps": "cold_start.num_steps"}
+            pass
+
+
+def test_every_renamed_flag_names_a_current_flag_and_no_current_flag_is_a_former_one():
+    from agentgym.train.methods import METHODS
+
+    trees = {method.config for method in METHODS.values()} | {SFTRunConfig}
+    current = {s.flag for tree in trees for s in settings(tree)}
+    assert set(RENAMED_FLAGS.values()) <= current, set(RENAMED_FLAGS.values()) - current
+    assert not set(RENAMED_FLAGS) & current
 
 
 @pytest.mark.parametrize("argv,message", [

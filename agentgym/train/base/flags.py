@@ -14,11 +14,10 @@ Both rules are checked when a config class is defined (:class:`ConfigTree`), so 
 means two settings: no flat name belongs to two settings, and no flag is spelled twice. A
 :class:`FlagClash` says which settings collide.
 
-A renamed setting is listed in its group's ``FORMER_NAMES``, an old field name mapped to the
-setting's path in the group (``{"judge_eps_low": "judge_loss.eps_low"}``), so that the old spelling
-fails in one line naming the new one: the flag (``--gcd.judge-eps-low``, and ``--no-`` forms of a
-boolean; :func:`reject_former_flags`) and the keyword of :func:`build`. No old name is read as the new
-one, and no new setting may take an old name.
+A renamed setting's former flag is a line of one table, :data:`~agentgym.train.base.renamed.RENAMED_FLAGS`
+(``"--gcd.judge-eps-low": "--gcd.judge-loss.eps-low"``), so that the old spelling fails in one line
+naming the new one: the flag (and ``--no-`` forms of a boolean; :func:`reject_former_flags`) and the
+keyword of :func:`build`. No old name is read as the new one, and no new setting may take an old name.
 """
 
 from __future__ import annotations
@@ -40,6 +39,7 @@ from typing import Any, TypeVar
 import tyro
 
 from agentgym.train.base.errors import ConfigError
+from agentgym.train.base.renamed import RENAMED_FLAGS
 
 Flat = tyro.conf.OmitArgPrefixes
 """Marks a group whose settings' flags carry no prefix (``Annotated[RolloutConfig, Flat]``)."""
@@ -209,16 +209,17 @@ def settings(cls: type) -> tuple[Setting, ...]:
 
 @functools.cache
 def former_names(cls: type) -> tuple[tuple[str, tuple[str, ...], str, Setting], ...]:
-    """``(former flag, group path, former field name, setting)`` of every ``FORMER_NAMES`` entry
-    of the tree's groups."""
-    by_path = {s.path: s for s in settings(cls)}
+    """``(former flag, its group's path, its former keyword, the setting it now is)`` of every
+    :data:`~agentgym.train.base.renamed.RENAMED_FLAGS` entry whose current flag ``cls`` has."""
+    by_flag = {s.flag: s for s in settings(cls)}
+    paths: dict[str, tuple[str, ...]] = {}
+    for group in _groups(cls):  # the root first: flat groups share its empty prefix
+        paths.setdefault(group.prefix, group.path)
     out = []
-    for group in _groups(cls):
-        for old, new in getattr(group.cls, "FORMER_NAMES", {}).items():
-            target = by_path.get(group.path + tuple(new.split(".")))
-            if target is None:
-                raise FlagClash(f"{group.cls.__name__}.FORMER_NAMES[{old!r}] names {new!r}, which is no setting of it")
-            out.append((f"--{group.prefix}{_dashed(old)}", group.path, old, target))
+    for old, new in RENAMED_FLAGS.items():
+        if new in by_flag:
+            prefix, _, name = old[2:].rpartition(".")
+            out.append((old, paths.get(f"{prefix}." if prefix else "", ()), name.replace("-", "_"), by_flag[new]))
     return tuple(out)
 
 
@@ -239,8 +240,8 @@ def check_names(cls: type) -> None:
         if s.flat is not None:
             if s.flat in flat:
                 raise FlagClash(f"{cls.__name__}: the flat name {s.flat!r} would be both {'.'.join(flat[s.flat].path)} "
-                                f"and {where}; give one of them another name (the group's FORMER_NAMES keeps its old "
-                                "flag working)")
+                                f"and {where}; give one of them another name (base/renamed.py keeps the old flag's "
+                                "refusal)")
             flat[s.flat] = s
         claim(s.flag, where)
         if s.is_bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any
 
 from agentgym.settings import SettingError
 from agentgym.train.base.errors import ConfigError, at_least
@@ -57,11 +57,6 @@ class TrainConfig(ConfigTree):
     cold_start: Annotated[SFTConfig, Grouped] = field(default_factory=SFTConfig)
     """SFT on expert episodes before RL, with a built-in `--model tiny*` (`--cold-start.num-steps 0`: none)"""
 
-    FORMER_NAMES: ClassVar[dict[str, str]] = {
-        "cold_start_steps": "cold_start.num_steps", "cold_start_episodes": "cold_start.num_episodes",
-        "cold_start_lr": "cold_start.learning_rate", "cold_start_batch_size": "cold_start.batch_size",
-        "cold_start_judge_samples": "cold_start.judge_samples",
-        "cold_start_chatty_answers": "cold_start.chatty_answers"}
 
     def validate(self) -> None:
         """Check every group (and a method's own, which defines ``validate``)."""

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import numpy as np
 
@@ -86,7 +85,6 @@ class DAPOConfig:
     max_rounds: int = 3
     """extra generation rounds per step at most (soft cap: a shortfall is logged, never raised)"""
 
-    FORMER_NAMES: ClassVar[dict[str, str]] = {"tol": "spread_tol"}
 
     def validate(self) -> None:
         if not self.spread_tol >= 0:

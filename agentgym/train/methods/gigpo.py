@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -157,7 +157,6 @@ class GiGPOConfig:
     step_std_normalize: bool = True
     """divide step advantages by the step group's std"""
 
-    FORMER_NAMES: ClassVar[dict[str, str]] = {"std_normalize": "step_std_normalize"}
 
     def validate(self) -> None:
         if not 0 <= self.gamma <= 1:

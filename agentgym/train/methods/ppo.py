@@ -158,7 +158,6 @@ class PPOConfig:
     """whiten the advantages over the batch's turns (mean 0, std 1)"""
 
     # a flat name means one setting across the trainers: `gamma` is GiGPO's, `lam` GCD's
-    FORMER_NAMES: ClassVar[dict[str, str]] = {"gamma": "gae_gamma", "lam": "gae_lambda"}
 
     def validate(self) -> None:
         if not 0 <= self.gae_gamma <= 1:

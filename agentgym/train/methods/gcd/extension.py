@@ -29,7 +29,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -111,9 +111,6 @@ class GCDConfig:
     base: Literal["grpo", "gigpo"] = "grpo"
     """the method GCD is added to; `gigpo` chains the GiGPO extension (flags --gigpo.*)"""
 
-    FORMER_NAMES: ClassVar[dict[str, str]] = {
-        "judge_eps_low": "judge_loss.eps_low", "judge_eps_high": "judge_loss.eps_high",
-        "judge_beta": "judge_loss.beta", "judge_aggregation": "judge_loss.aggregation"}
 
     def validate(self) -> None:
         if not (np.isfinite(self.lam) and self.lam >= 0):
