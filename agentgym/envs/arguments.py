@@ -102,6 +102,8 @@ def accepted_keywords(env_cls: type) -> list[str]:
             if param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY) and param.name != "self":
                 if param.name not in names:
                     names.append(param.name)
+    part_keywords = getattr(env_cls, "part_keywords", None)  # AgentEnv's parts (agentgym.envs.parts)
+    names += [name for name in (part_keywords() if part_keywords else ()) if name not in names]
     return names
 
 

@@ -21,31 +21,21 @@ Every env takes ``tasks=`` (a task set folder: it plays exactly those tasks; :mo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 
 from agentgym.envs import arguments
-from agentgym.envs.observations import (
-    CHOICE_NOTE,
-    DEFAULT_HISTORY,
-    HISTORY_NOTE,
-    PLAYED_MARK,
-    ObservationView,
-    check_options,
-    history_entry,
-)
+from agentgym.envs.observations import CHOICE_NOTE, HISTORY_NOTE, PLAYED_MARK, history_entry
 from agentgym.envs.parsing import ParsedAction, choice_replies, resolve_choice, sanitize
-from agentgym.envs.spaces import text_spaces
+from agentgym.envs.parts import ChoiceSettings, RewardSettings, TextLimits, keywords, take
 from agentgym.envs.task_refs import TaskRef
 from agentgym.envs.task_sets import TakesTaskSet, TaskDraws, set_task_ids
 from agentgym.envs.time_limit import time_limit_around
 from agentgym.rewards.components import reward_components
 from agentgym.rewards.prs import PRSSpec, PRSTracker
 
-REWARD_MODES = ("prs", "binary")
 _TOO_DEEP = "the output is nested too deeply to read"
 
 
@@ -81,58 +71,41 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
     """Whether the engine lists admissible actions, which ``observation="history+admissible"`` and
     ``action_format="choice"`` need."""
 
-    def __init__(
-        self,
-        *,
-        max_turns: int,
-        reward_mode: str = "prs",
-        prs_weights: Mapping[str, float] | Sequence[float] | None = None,
-        tau_fmt: float | None = None,
-        prs_stage: float | None = None,
-        expert: bool = False,
-        render_mode: str | None = None,
-        max_action_chars: int = 100_000,
-        max_observation_chars: int = 1_000_000,
-        system_prompt: str | None = None,
-        observation: str = "raw",
-        history: int = DEFAULT_HISTORY,
-        action_format: str = "text",
-        mark_played: bool = False,
-        constrained_choice: bool = False,
-        tasks: Any = None,
-        **unknown: Any,
-    ):
-        if unknown:  # named here, with the keywords the env does take, rather than by Python's TypeError
-            raise arguments.unknown_keywords_error(type(self), unknown)
-        if reward_mode not in REWARD_MODES:
-            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
+    def __init__(self, *, max_turns: int, expert: bool = False, render_mode: str | None = None,
+                 system_prompt: str | None = None, tasks: Any = None, **parts: Any):
+        """``max_turns`` and the keywords of the env's parts (:mod:`agentgym.envs.parts`): its
+        rewards (``reward_mode``, ``prs_weights``, ``tau_fmt``, ``prs_stage``), its limits
+        (``max_action_chars``, ``max_observation_chars``) and, where the engine lists admissible
+        actions, how they are shown (``observation``, ``history``, ``action_format``,
+        ``mark_played``, ``constrained_choice``); ``expert`` puts the expert's action in ``info``,
+        ``system_prompt`` replaces the env's own, ``tasks`` is a task set folder."""
+        parts = dict(parts)
+        rewards, limits = take(RewardSettings, parts), take(TextLimits, parts, max_turns=max_turns)
+        choices = take(ChoiceSettings, parts)
+        if parts:  # named here, with the keywords the env does take, rather than by Python's TypeError
+            raise arguments.unknown_keywords_error(type(self), parts)
+        if choices.asked and not self.lists_admissible_actions:
+            raise ValueError(f"{type(self).__name__} lists no admissible actions, which {' and '.join(choices.asked)} "
+                             "shows; these options are for ALFWorld, ScienceWorld and TextWorld")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         if system_prompt is not None and (not isinstance(system_prompt, str) or not system_prompt.strip()):
             raise ValueError(f"system_prompt must be a non-empty string or None, got {system_prompt!r}")
-        check_options(observation, history, action_format, mark_played)
-        self.constrained_choice = arguments.constrained_choice(constrained_choice, action_format)
-        asked = [f"{k}={v!r}" for k, v, default in (("observation", observation, "raw"),
-                                                    ("action_format", action_format, "text"),
-                                                    ("mark_played", mark_played, False)) if v != default]
-        if asked and not self.lists_admissible_actions:
-            raise ValueError(f"{type(self).__name__} lists no admissible actions, which {' and '.join(asked)} "
-                             "shows; these options are for ALFWorld, ScienceWorld and TextWorld")
-        self.observation_mode, self.history, self.action_format = observation, int(history), action_format
-        self.mark_played = mark_played
-        self._view = ObservationView(observation, int(history), action_format == "choice", mark_played)
+        self.rewards, self.limits, self.choices = rewards, limits, choices
+        # each part's settings, also as the attributes they have always been
+        self.reward_mode, self.prs_stage = rewards.reward_mode, rewards.prs_stage
+        self.prs_spec = rewards.spec(self.prs_base)
+        self.max_turns, self.max_action_chars = limits.max_turns, limits.max_action_chars
+        self._turn_limit = self.max_turns  # this episode's: lower under a TimeLimit wrapper (time_limit.py)
+        self.observation_space, self.action_space = limits.spaces()
+        self.observation_mode, self.history, self.action_format = choices.observation, choices.history, choices.action_format
+        self.mark_played, self.constrained_choice = choices.mark_played, choices.constrained_choice
+        self._view = choices.view()
         self._choices: list[str] | None = None
         """The admissible actions the latest observation shows: what a choice number counts in."""
         self._system_prompt = system_prompt
-        self.max_turns = arguments.positive_int("max_turns", max_turns)
-        self._turn_limit = self.max_turns  # this episode's: lower under a TimeLimit wrapper (time_limit.py)
-        self.reward_mode = reward_mode
-        self.prs_spec = self.prs_base.with_weights(prs_weights, tau_fmt)
-        self.prs_stage = arguments.prs_stage(prs_stage)
         self.expert = bool(expert)
         self.render_mode = render_mode
-        self.max_action_chars = int(max_action_chars)
-        self.observation_space, self.action_space = text_spaces(max_observation_chars, max_action_chars)
         self._tracker = PRSTracker(self.prs_spec)
         self._transcript: list[tuple[str, str]] = []
         self._turn = 0
@@ -142,6 +115,13 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
         self.task_set = tasks
         """The task set resets draw from (``tasks=``, loaded by :class:`TakesTaskSet`), or None."""
         self._task_draws = TaskDraws(tasks) if tasks is not None else None
+
+    @classmethod
+    def part_keywords(cls) -> tuple[str, ...]:
+        """The keywords the env's parts take besides ``max_turns`` (:mod:`agentgym.envs.parts`). An env
+        whose engine lists no admissible actions takes how they are shown at their defaults only."""
+        return tuple(name for part in (RewardSettings, TextLimits, ChoiceSettings) for name in keywords(part)
+                     if name != "max_turns")
 
     # ----- what subclasses provide ---------------------------------------------------------
     @property

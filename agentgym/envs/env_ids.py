@@ -25,6 +25,8 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.envs.registration import load_env_creator
 
+from agentgym.envs import arguments
+
 __all__ = ["UnknownEnvId", "closest_env_id", "env_creator", "env_keywords", "keyword_problem", "make_error_text",
            "registered_env_id", "require_registered"]
 
@@ -46,6 +48,8 @@ def env_keywords(env_id: str) -> list[str] | None:
     """The keyword arguments ``gym.make(env_id, ...)`` accepts, following ``**kwargs`` up the env
     class's bases; None when some callable takes any keyword (nothing can be refused up front)."""
     creator = env_creator(env_id)
+    if isinstance(creator, type) and hasattr(creator, "part_keywords"):
+        return arguments.accepted_keywords(creator)  # an AgentEnv: its constructors' keywords and its parts'
     chain = [c for c in creator.__mro__ if "__init__" in vars(c)] if isinstance(creator, type) else [creator]
     names: list[str] = []
     for target in chain:
