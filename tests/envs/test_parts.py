@@ -43,7 +43,7 @@ def test_an_env_is_made_of_its_parts_and_keeps_the_attributes_users_read():
 
 def test_an_env_without_admissible_actions_takes_the_choice_keywords_at_their_defaults_only():
     gym.make("ToolQA-v0", observation="raw", history=3, mark_played=False)
-    with pytest.raises(ValueError, match="ToolQAEnv lists no admissible actions, which observation='history+admissible' shows"):
+    with pytest.raises(ValueError, match=r"ToolQAEnv lists no admissible actions, which observation='history\+admissible' shows"):
         gym.make("ToolQA-v0", observation="history+admissible")
 
 
