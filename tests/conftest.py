@@ -16,6 +16,17 @@ import pytest
 # side (pytest-xdist) share the cores instead of starving each other.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+# Hypothesis: each property test names its own example count (its @settings, with why that many);
+# the profile sets how examples are drawn. "ci" (CI set, as CI services do): derandomized, so every
+# run tries the examples the last green run tried and a failure reproduces from the test alone, and
+# no example database is written into the clone. "dev" (otherwise): fresh random draws each run, so
+# contributors' runs keep exploring inputs CI has not tried. HYPOTHESIS_PROFILE picks one outright.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True, deadline=None)
+_hypothesis_settings.register_profile("dev", deadline=None)
+_hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+
 # The Hugging Face libraries' caches (hub downloads, `datasets` builds of local folders, modules) go
 # to a folder of this test session, removed at its end: no test reads what the user or an earlier run
 # cached, nor writes into the user's caches. Set here, at import, because those libraries read
