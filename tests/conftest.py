@@ -62,6 +62,7 @@ LONGEST_FIRST = ("tests/trainers/test_learning.py", "tests/trainers/test_alfworl
                  "tests/test_docs_commands.py")
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without the plugin loaded it is never called
 def pytest_xdist_auto_num_workers(config):
     """`-n auto`: a worker per core this process may use (affinity and cgroup quota), at most 4: each
     worker holds torch and starts engines and trainers of its own, and a test's own threads and
