@@ -16,8 +16,10 @@ import pytest
 # side (pytest-xdist) share the cores instead of starving each other.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-# Hypothesis: each property test names its own example count (its @settings, with why that many);
-# the profile sets how examples are drawn. "ci" (CI set, as CI services do): derandomized, so every
+# Hypothesis: each property test names its own example count in its @settings (200 to 2,500: enough
+# that every strategy's branches come up, which tests/envs/test_toolqa_fuzz.py counts for the largest;
+# in CI the costliest, ScienceWorld's 500 actions on the real JVM, takes 43 s, and every other one is
+# under the slowest 25 tests' 25 s); the profile sets how examples are drawn. "ci" (CI set, as CI services do): derandomized, so every
 # run tries the examples the last green run tried and a failure reproduces from the test alone, and
 # no example database is written into the clone. "dev" (otherwise): fresh random draws each run, so
 # contributors' runs keep exploring inputs CI has not tried. HYPOTHESIS_PROFILE picks one outright.

@@ -52,6 +52,8 @@ NOT_RUN = {
     "scripts/wheelhouse.py": "downloads a wheelhouse from PyPI (tests/test_wheelhouse.py builds one and installs from "
                              "it without an index)",
     "gpu_check.py --device cuda": "needs a CUDA device (tests/test_gpu_check.py runs the CPU smoke check)",
+    "gpu_check.py --device cpu --smoke": "tests/test_gpu_check.py runs it as written (with --out) and checks every "
+                                         "part it reports",
     "--report-to wandb": "the tracker extras are not in the test install (tests/integrations/test_trackers.py runs "
                          "these trackers with their real packages in the venv .ci/run layers for them)",
 }
