@@ -13,7 +13,7 @@ L0 is evaluated over 128 episodes (each game 8 times): the same seed-0 run is a 
 trajectory wherever the float results of a step differ (another CPU's vector units), and over 64
 episodes one draw's gain is known to within about +-0.17 (95%), over 128 within about +-0.12. On
 an AVX2-only machine seed 0 took L0 from 0.359 to 0.391 over 64 episodes, and from 0.320 to 0.398
-over 128 (17 minutes beside another test run)."""
+over 128 (13 to 19 minutes beside the main job's learning test under `pytest -n auto`)."""
 
 import pytest
 
