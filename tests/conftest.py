@@ -10,6 +10,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 # Idle OpenMP threads sleep rather than spin (agentgym.train.base.threads says why): set before any
 # test imports torch, and inherited by the trainers and workers tests start, so tests that run side by
@@ -19,15 +20,14 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # Hypothesis: each property test names its own example count in its @settings (200 to 2,500: enough
 # that every strategy's branches come up, which tests/envs/test_toolqa_fuzz.py counts for the largest;
 # in CI the costliest, ScienceWorld's 500 actions on the real JVM, takes 43 s, and every other one is
-# under the slowest 25 tests' 25 s); the profile sets how examples are drawn. "ci" (CI set, as CI services do): derandomized, so every
-# run tries the examples the last green run tried and a failure reproduces from the test alone, and
-# no example database is written into the clone. "dev" (otherwise): fresh random draws each run, so
-# contributors' runs keep exploring inputs CI has not tried. HYPOTHESIS_PROFILE picks one outright.
-from hypothesis import settings as _hypothesis_settings  # noqa: E402
-
-_hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True, deadline=None)
-_hypothesis_settings.register_profile("dev", deadline=None)
-_hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+# under the slowest 25 tests' 25 s); the profile sets how examples are drawn. "ci" (CI set, as CI
+# services do): derandomized, so every run tries the examples the last green run tried and a failure
+# reproduces from the test alone, and no example database is written into the clone. "dev"
+# (otherwise): fresh random draws each run, so contributors' runs keep exploring inputs CI has not
+# tried. HYPOTHESIS_PROFILE picks one outright.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True, deadline=None)
+hypothesis_settings.register_profile("dev", deadline=None)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 # The Hugging Face libraries' caches (hub downloads, `datasets` builds of local folders, modules) go
 # to a folder of this test session, removed at its end: no test reads what the user or an earlier run
@@ -81,12 +81,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
     if not hasattr(config, "workerinput"):  # not an xdist worker: the order and groups stay as collected
         return
+
+    def module(item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
     for item in items:
-        module = item.nodeid.split("::", 1)[0]
         if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(SHARED_WORKER.get(module, module)))
-    rank = {module: i for i, module in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest as collected
+            item.add_marker(pytest.mark.xdist_group(SHARED_WORKER.get(module(item), module(item))))
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(module(item), len(rank)))  # stable: the rest as collected
 
 
 @pytest.fixture(scope="session")

@@ -67,10 +67,8 @@ class TextLimits:
     """the observation space's longest text"""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "max_turns", arguments.positive_int("max_turns", self.max_turns))
-        object.__setattr__(self, "max_action_chars", arguments.positive_int("max_action_chars", self.max_action_chars))
-        object.__setattr__(self, "max_observation_chars",
-                           arguments.positive_int("max_observation_chars", self.max_observation_chars))
+        for name in keywords(TextLimits):
+            object.__setattr__(self, name, arguments.positive_int(name, getattr(self, name)))
 
     def spaces(self):
         """``(observation_space, action_space)``: Gymnasium ``Text`` spaces of these lengths."""
