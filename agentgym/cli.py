@@ -22,6 +22,7 @@ Gymnasium text environments for LLM agents.
     agentgym alfworld-generate ...     write ALFWorld-style games in the official layout
     agentgym eval ...                  evaluate a checkpoint or endpoint on an env's split
     agentgym convert-checkpoint DIR    rewrite an older checkpoint's pickled trainer state safely
+    agentgym merge-lora ADAPTER OUT    merge a LoRA run's adapter into its base model (extra: lora)
     agentgym plot RUN_DIR ...          learning curves of training runs as a PNG
     agentgym view DIR ...              training runs and leaderboards in a local page (episodes, curves)
     agentgym tiny-model ...            build the tiny test model (random weights, trained tokenizer)
@@ -46,6 +47,7 @@ EXTERNAL = {
     "alfworld-generate": "agentgym.envs.alfworld.generate:main",
     "eval": "agentgym.train.evaluate:main",
     "convert-checkpoint": "agentgym.train.base.state_file:main",
+    "merge-lora": "agentgym.agents.lora:main",
     "tiny-model": "agentgym.agents.tiny:main",
     "plot": "agentgym.plot:main",
     "view": "agentgym.viewer.cli:main",

@@ -26,17 +26,16 @@ def render_prompt_ids(tokenizer, messages: ChatHistory) -> list[int]:
 
 
 def load_model_and_tokenizer(path: str, device: str = "cpu", dtype=None):
-    """Load a causal LM and its tokenizer from a local directory (a tiny model or a user checkpoint)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
+    """Load a causal LM and its tokenizer from a local directory (a tiny model, a user checkpoint, or
+    a LoRA adapter directory, merged onto the base it names: :mod:`agentgym.agents.lora`)."""
+    from transformers import AutoTokenizer
 
-    hf_logging.disable_progress_bar()
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    from agentgym.agents.lora import load_causal_lm, tokenizer_source
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_source(path))
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or torch.float32).to(device)
-    return model, tokenizer
+    return load_causal_lm(path, device, dtype), tokenizer
 
 
 def default_stop_token_ids(tokenizer, model=None) -> list[int]:

@@ -94,9 +94,13 @@ class VLLMPolicy(Policy):
             self.llm.reset_prefix_cache()  # cached KV blocks were computed with the old weights
 
     def sync_from(self, model) -> None:
-        """Load a transformers model's current parameters into the engine."""
-        model = getattr(model, "module", model)  # a DistributedDataParallel wrapper's model
-        self.load_weights(model.state_dict().items())
+        """Load a transformers model's current parameters into the engine. A PEFT (LoRA) model's
+        adapters are merged into its base weights for the copy, which goes under the base's own
+        names, then taken out again (:mod:`agentgym.agents.lora`)."""
+        from agentgym.agents.lora import base_weights, merged
+
+        with merged(model):
+            self.load_weights(base_weights(model))
 
     def sleep(self, level: int = 1) -> None:
         """Free the engine's GPU memory (needs ``enable_sleep_mode=True``): level 1 moves the weights

@@ -313,8 +313,7 @@ def _update(run: RunSetup, samples, behaviour: bool = False) -> dict[str, float]
     loss_terms = run.extensions.loss_terms()
     if dist.sum_floats([len(samples)])[0] == 0:  # on every rank
         return {"update/skipped": 1.0}
-    ref_lp = (sample_logprobs(run.ref_model, samples, pad_id, o.micro_batch_size, temperature, bf16)
-              if run.ref_model else None)
+    ref_lp = run.reference_logprobs(samples, o.micro_batch_size, temperature) if run.uses_reference else None
     multi = o.num_epochs * o.num_minibatches > 1
     missing = 0
     if behaviour:

@@ -51,7 +51,8 @@ def is_complete(model_dir: str | os.PathLike) -> bool:
         record = read_record(d)
     except TrainerStateError:
         return False
-    return record is not None and (d / "config.json").is_file() and (d / "tokenizer_config.json").is_file()
+    weights = (d / "config.json").is_file() or (d / "adapter_config.json").is_file()  # a LoRA run's: its adapter
+    return record is not None and weights and (d / "tokenizer_config.json").is_file()
 
 
 @functools.lru_cache(maxsize=4)

@@ -35,7 +35,7 @@ from agentgym.train.base.device import autocast_context, resolve_device, seed_ev
 from agentgym.train.base.errors import ConfigError
 from agentgym.train.base.flags import to_dict
 from agentgym.train.base.metrics import MetricsLogger
-from agentgym.train.base.models import load_model, load_tokenizer
+from agentgym.train.base.models import add_adapters, load_model, load_tokenizer, trainable_parameters
 from agentgym.train.base.records import RECORD_FILE, is_complete, read_record
 from agentgym.train.base.threads import set_cpu_threads
 from agentgym.train.coldstart.expert import expert_episode
@@ -73,9 +73,12 @@ def _recipe(cfg: SFTRunConfig) -> dict[str, Any]:
         # without judge samples the run is the one made before the setting existed: keep its
         # recipe, so cold starts cached then are still reused
         sft.pop("judge_samples", None)
-    return {"env_id": cfg.env.env_id, "env_kwargs": cfg.env.kwargs(cfg.model.model), "split": cfg.env.split,
-            "model": cfg.model.model, "layout": cfg.chat.layout, "window": cfg.chat.window, "seed": cfg.run.seed,
-            "sft": sft}
+    recipe = {"env_id": cfg.env.env_id, "env_kwargs": cfg.env.kwargs(cfg.model.model), "split": cfg.env.split,
+              "model": cfg.model.model, "layout": cfg.chat.layout, "window": cfg.chat.window, "seed": cfg.run.seed,
+              "sft": sft}
+    if cfg.lora.enabled:  # full fine-tuning is the recipe made before the setting
+        recipe["lora"] = to_dict(cfg.lora)
+    return recipe
 
 
 def reusable(model_dir: str | os.PathLike, cfg: SFTRunConfig) -> bool:
@@ -218,8 +221,10 @@ def run_sft(cfg: SFTRunConfig, extensions: Sequence[TrainerExtension] = ()) -> s
         print(f"sft: env {cfg.env.describe(cfg.model.model)}", flush=True)
     base_model = resolve_model_path(cfg.model.model, (cfg.env.env_id,), cfg.env.kwargs(cfg.model.model))
     tokenizer = load_tokenizer(base_model)
-    model = load_model(base_model, device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.sft.learning_rate)
+    model = load_model(base_model, device, trainable=not cfg.lora.enabled)
+    if cfg.lora.enabled:
+        model = add_adapters(model, cfg.lora, base_model)
+    optimizer = torch.optim.AdamW(trainable_parameters(model), lr=cfg.sft.learning_rate)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: lr_factor(s, cfg.sft.num_steps, cfg.sft.warmup_steps, cfg.sft.lr_schedule))
     logger = MetricsLogger(run.output_dir, report_to=run.trackers, run_name=Path(run.output_dir).resolve().name,

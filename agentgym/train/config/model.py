@@ -14,7 +14,7 @@ class ModelConfig:
     """The model and where it runs."""
 
     model: str = "tiny-wide"
-    """local checkpoint directory, or `tiny-wide` / `tiny` / `tiny-small` to build one offline (docs/trainers.md)"""
+    """local checkpoint directory (a LoRA adapter directory loads onto its base, merged), or `tiny-wide` / `tiny` / `tiny-small` to build one offline (docs/trainers.md)"""
     device: str = "auto"
     """`auto`, `cpu` or `cuda[:N]`"""
     cpu_threads: int = 0
@@ -32,7 +32,15 @@ class ModelConfig:
                 raise ConfigError(f"--model {self.model!r} is not a directory; give a local Hugging Face checkpoint "
                                   f"directory or one of {', '.join(TINY_MODELS)} (nothing is downloaded)")
             if not os.path.isfile(os.path.join(self.model, "config.json")):
-                raise ConfigError(f"--model {self.model!r} has no config.json: not a Hugging Face checkpoint directory")
+                from agentgym.agents.lora import AdapterError, adapter_base, is_adapter_dir
+
+                if not is_adapter_dir(self.model):
+                    raise ConfigError(f"--model {self.model!r} has no config.json: not a Hugging Face checkpoint "
+                                      "directory (nor a LoRA adapter directory)")
+                try:  # an adapter directory: it loads onto its base, merged
+                    adapter_base(self.model)
+                except AdapterError as e:
+                    raise ConfigError(f"--model {self.model!r}: {e}") from None
         if not (self.device in ("auto", "cpu") or self.device.startswith("cuda")):
             raise ConfigError(f"--device must be auto, cpu or cuda[:N], got {self.device!r}")
         at_least("cpu-threads", self.cpu_threads, 0)

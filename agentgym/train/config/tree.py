@@ -27,6 +27,7 @@ from agentgym.train.base.flags import ConfigTree, Flat, Grouped, groups
 from agentgym.train.base.world import launched_world_size
 from agentgym.train.config.coldstart import SFTConfig
 from agentgym.train.config.env import EnvConfig, check_history_layout
+from agentgym.train.config.lora import LoraConfig
 from agentgym.train.config.model import ModelConfig
 from agentgym.train.config.optim import OptimConfig
 from agentgym.train.config.rollout import LayoutConfig, RolloutConfig
@@ -56,7 +57,8 @@ class TrainConfig(ConfigTree):
     eval: Annotated[EvalConfig, Flat] = field(default_factory=EvalConfig)
     cold_start: Annotated[SFTConfig, Grouped] = field(default_factory=SFTConfig)
     """SFT on expert episodes before RL, with a built-in `--model tiny*` (`--cold-start.num-steps 0`: none)"""
-
+    lora: Annotated[LoraConfig, Grouped] = field(default_factory=LoraConfig)
+    """train LoRA adapters instead of every weight (`--lora.r 8`; the cold start trains in full)"""
 
     def validate(self) -> None:
         """Check every group (and a method's own, which defines ``validate``)."""
@@ -109,6 +111,8 @@ class SFTRunConfig(ConfigTree):
     chat: Annotated[LayoutConfig, Flat] = field(default_factory=LayoutConfig)
     """the token layout, as in the RL trainers"""
     run: Annotated[BaseRunConfig, Flat] = field(default_factory=lambda: BaseRunConfig(output_dir="runs/sft"))
+    lora: Annotated[LoraConfig, Grouped] = field(default_factory=LoraConfig)
+    """train LoRA adapters instead of every weight (`--lora.r 8`): OUTPUT_DIR/final is then an adapter directory"""
 
     def validate(self) -> None:
         if self.model.fsdp:
@@ -119,6 +123,7 @@ class SFTRunConfig(ConfigTree):
         check_groups(self)
         self.env.validate()
         self.model.validate()
+        self.lora.validate()
         self.run.validate()
         if self.sft.num_steps is not None:
             at_least("num-steps", self.sft.num_steps, 1)

@@ -97,14 +97,14 @@ def full_model_state(model) -> dict[str, Any]:
 
 
 def full_optimizer_state(model, optimizer) -> dict[str, Any]:
-    """The optimizer's full state in ``optimizer.state_dict()``'s one-process layout (parameters
-    numbered in ``model.parameters()`` order) on rank 0; a collective."""
+    """The optimizer's full state in ``optimizer.state_dict()``'s one-process layout (the trainable
+    parameters numbered in ``model.parameters()`` order) on rank 0; a collective."""
     from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
 
     state = get_optimizer_state_dict(model, optimizer, options=_options())
     if not state:  # ranks past 0 get nothing back
         return {}
-    index = {name: i for i, (name, _) in enumerate(model.named_parameters())}
+    index = {name: i for i, name in enumerate(_trained_names(model))}
     return {"state": {index[_clean(k)]: v for k, v in state["state"].items()},
             "param_groups": [{**g, "params": [index[_clean(k)] for k in g["params"]]} for g in state["param_groups"]]}
 
@@ -113,10 +113,15 @@ def load_optimizer_state(model, optimizer, state: dict[str, Any]) -> None:
     """Load a one-process optimizer state (as a checkpoint holds it) into the sharded optimizer."""
     from torch.distributed.checkpoint.state_dict import set_optimizer_state_dict
 
-    names = [_clean(name) for name, _ in model.named_parameters()]
+    names = _trained_names(model)
     fqn = {"state": {names[int(i)]: v for i, v in state["state"].items()},
            "param_groups": [{**g, "params": [names[int(i)] for i in g["params"]]} for g in state["param_groups"]]}
     set_optimizer_state_dict(model, optimizer, fqn, options=_options())
+
+
+def _trained_names(model) -> list[str]:
+    """The names of the parameters the optimizer holds (every one, or a LoRA run's adapters), in order."""
+    return [_clean(name) for name, p in model.named_parameters() if p.requires_grad]
 
 
 def _clean(name: str) -> str:

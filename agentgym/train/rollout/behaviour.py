@@ -42,15 +42,18 @@ class BehaviourWeights:
         self.version: int | None = None
 
     def snapshot(self, model, version: int, output_dir: str) -> Any:
-        """The weights of ``model`` now, as version ``version`` (copies: the learner goes on changing them)."""
-        return {k: v.detach().clone() for k, v in _unwrap(model).state_dict().items()}
+        """The trained weights of ``model`` now, as version ``version`` (copies: the learner goes on
+        changing them). Frozen weights never change, so a LoRA run copies its adapters only."""
+        return {k: v.detach().clone() for k, v in _unwrap(model).named_parameters() if v.requires_grad}
 
     def load(self, version: int, snapshot: Any) -> dict[str, float]:
         """Sample from version ``version`` from now on (nothing to do when it is loaded already);
         returns metrics of the batch played with it."""
         t = time.perf_counter()
         if version != self.version:
-            self.model.load_state_dict(snapshot)
+            unknown = self.model.load_state_dict(snapshot, strict=False).unexpected_keys
+            if unknown:
+                raise KeyError(f"the behaviour model has no parameters named {unknown[:3]}")
             self.version = version
         return {"time/generator_sync": time.perf_counter() - t}
 

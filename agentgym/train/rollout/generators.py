@@ -33,6 +33,7 @@ from typing import Any
 
 from agentgym.agents.base import Policy, SamplingConfig
 from agentgym.agents.hf import HFPolicy, default_stop_token_ids
+from agentgym.agents.lora import adapter_base, base_weights, is_adapter_dir, is_peft, merged
 from agentgym.agents.openai_compat import OpenAIPolicy, OpenAIRequestError, request_json
 from agentgym.agents.vllm_policy import VLLMPolicy, _import_vllm
 
@@ -112,7 +113,12 @@ def save_generator_weights(model, tokenizer, output_dir: str, step: int) -> Path
     root.mkdir(parents=True, exist_ok=True)
     final, tmp = root / f"step_{step}", root / f".step_{step}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    _unwrap(model).save_pretrained(tmp)
+    inner = _unwrap(model)
+    if is_peft(inner):  # a server loads whole weights: the adapters merged in, under the base's names
+        with merged(inner):
+            inner.get_base_model().save_pretrained(tmp, state_dict=dict(base_weights(inner)))
+    else:
+        inner.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
@@ -194,13 +200,22 @@ class ServerGenerator(Generator):
 
 def make_generator(config, model, tokenizer, sampling: SamplingConfig, model_path: str) -> Generator:
     """The run's generator (``config.rollout.generator``) for ``model``, which was loaded from
-    ``model_path`` (the base model, or the checkpoint a run resumes from)."""
+    ``model_path`` (the base model, or the checkpoint a run resumes from). A LoRA checkpoint holds
+    only the adapters, which an engine cannot start from: the vLLM engine starts from the base and
+    takes the merged weights at once, and a server loads them from OUTPUT_DIR/generator/step_0."""
     r = config.rollout
     if r.generator == "hf":
         return Generator(HFPolicy(model, tokenizer, sampling))
     stops = default_stop_token_ids(tokenizer, _unwrap(model))
+    adapter = is_adapter_dir(model_path)
     if r.generator == "vllm":
-        return VLLMGenerator(model_path, tokenizer, sampling, stops, r.generator_gpu_memory, config.run.seed)
+        generator = VLLMGenerator(adapter_base(model_path) if adapter else model_path, tokenizer, sampling, stops,
+                                  r.generator_gpu_memory, config.run.seed)
+        if adapter:
+            generator.policy.sync_from(_unwrap(model))
+        return generator
+    if adapter and r.generator == "openai":
+        model_path = str(save_generator_weights(model, tokenizer, config.run.output_dir, 0))
     if r.generator == "openai":
         key = os.environ.get(r.generator_api_key_env) if r.generator_api_key_env else None
         return ServerGenerator(r.generator_url, r.generator_model, tokenizer, sampling, stops, model_path,

@@ -1,7 +1,8 @@
 """Checkpoints that resume exactly: weights, optimizer, every RNG, step, data position and args.
 
 Layout of ``OUTPUT_DIR/checkpoints/step_<N>/``: the model and tokenizer as ``save_pretrained``
-writes them (so a checkpoint is also an ordinary model directory for ``agentgym eval``), and the
+writes them (so a checkpoint is also an ordinary model directory for ``agentgym eval``; a LoRA run's
+holds its adapter, which names the base it goes on), and the
 rest in ``trainer_state.json`` + ``trainer_state.safetensors`` (:mod:`agentgym.train.base.state_file`:
 formats that run no code when read), whose tree a
 :class:`~agentgym.train.base.checkpoint_record.CheckpointRecord` reads and writes.
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from agentgym.agents.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, AdapterError, adapter_base
 from agentgym.train.base.checkpoint_record import CheckpointRecord, read_checkpoint
 from agentgym.train.base.errors import ConfigError
 from agentgym.train.base.state_file import TrainerStateError, has_state, write_state
@@ -103,10 +105,14 @@ def _write(output_dir, step: int, tree: dict[str, Any], model, tokenizer, keep: 
 
 
 def is_complete(step_dir: str | os.PathLike) -> bool:
-    """Whether a folder holds every file a checkpoint needs (not whether they load)."""
+    """Whether a folder holds every file a checkpoint needs (not whether they load): the trainer
+    state, and a model's config and weights, or a LoRA run's adapter config and weights."""
     step_dir = Path(step_dir)
-    return (step_dir.is_dir() and has_state(step_dir) and (step_dir / "config.json").is_file()
-            and any((step_dir / name).is_file() for name in WEIGHT_FILES))
+    if not (step_dir.is_dir() and has_state(step_dir)):
+        return False
+    if (step_dir / ADAPTER_CONFIG).is_file():
+        return any((step_dir / name).is_file() for name in ADAPTER_WEIGHTS)
+    return (step_dir / "config.json").is_file() and any((step_dir / name).is_file() for name in WEIGHT_FILES)
 
 
 def _step_of(p: Path) -> int:
@@ -163,13 +169,20 @@ def _check_loads(step_dir: Path) -> CheckpointRecord:
     from safetensors import safe_open
     from transformers import AutoConfig
 
+    adapter = (step_dir / ADAPTER_CONFIG).is_file()
+    config_file = step_dir / (ADAPTER_CONFIG if adapter else "config.json")
     try:
-        AutoConfig.from_pretrained(str(step_dir))
+        if adapter:
+            adapter_base(step_dir)
+        else:
+            AutoConfig.from_pretrained(str(step_dir))
+    except AdapterError as e:
+        raise CheckpointError(str(e)) from e
     except Exception as e:
-        raise CheckpointError(f"{step_dir / 'config.json'}: not a readable model config ({type(e).__name__})") from e
-    shards = [step_dir / "model.safetensors"]
+        raise CheckpointError(f"{config_file}: not a readable model config ({type(e).__name__})") from e
+    shards = [step_dir / ("adapter_model.safetensors" if adapter else "model.safetensors")]
     index = step_dir / "model.safetensors.index.json"
-    if index.is_file():
+    if index.is_file() and not adapter:
         try:
             shards = [step_dir / f for f in sorted(set(json.loads(index.read_text())["weight_map"].values()))]
         except Exception as e:

@@ -33,7 +33,7 @@ from agentgym.train.base.device import resolve_device, seed_everything
 from agentgym.train.base.errors import ConfigError
 from agentgym.train.base.flags import to_dict
 from agentgym.train.base.metrics import MetricsLogger
-from agentgym.train.base.models import load_model, load_tokenizer
+from agentgym.train.base.models import add_adapters, load_model, load_tokenizer, trainable_parameters
 from agentgym.train.base.records import read_record
 from agentgym.train.base.state import RunState
 from agentgym.train.base.threads import set_cpu_threads
@@ -84,7 +84,8 @@ class RunSetup:
     model: torch.nn.Module
     """the trained policy (FSDP-sharded with ``--fsdp``)"""
     ref_model: torch.nn.Module | None
-    """the frozen reference of the KL term (None with ``--beta 0``)"""
+    """the frozen reference of the KL term (None with ``--beta 0``, and with LoRA, whose reference is
+    ``model`` with its adapters off)"""
     optimizer: torch.optim.Optimizer
     generator: Generator
     """what samples the episodes: its policy plays them"""
@@ -106,6 +107,23 @@ class RunSetup:
     """the episodes kept on disk, ``--log-episodes`` (rank 0 only)"""
     dir_lock: DirLock | None = None
     """this run's hold on its output directory (rank 0 only)"""
+
+    @property
+    def uses_reference(self) -> bool:
+        """Whether the update computes reference log-probabilities (a KL term)."""
+        return self.config.optim.loss.beta > 0
+
+    def reference_logprobs(self, samples, micro_batch_size: int, temperature: float):
+        """Per-sample log-probabilities under the frozen reference: ``ref_model``, or with LoRA the
+        trained model with its adapters switched off (no second copy of the weights)."""
+        from agentgym.agents.lora import adapters_off
+        from agentgym.train.optim.update import sample_logprobs
+
+        pad_id = self.tokenizer.pad_token_id
+        if self.ref_model is not None:
+            return sample_logprobs(self.ref_model, samples, pad_id, micro_batch_size, temperature, self.bf16)
+        with adapters_off(self.model):
+            return sample_logprobs(self.model, samples, pad_id, micro_batch_size, temperature, self.bf16)
 
     @property
     def policy(self):
@@ -212,12 +230,23 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
 
 def _models(config: TrainConfig, dist: Dist, base_model: str, checkpoint):
     """The tokenizer, the trained model (the checkpoint's weights on resume) and the frozen reference
-    (None with ``--beta 0``); FSDP loads on the CPU, then each rank moves only its shard to the device."""
+    (None with ``--beta 0``, and with ``--lora.r``, where the reference is the model with its
+    adapters off: :func:`reference_logprobs`); FSDP loads on the CPU, then each rank moves only its
+    shard to the device."""
     on_gpu = dist.device.startswith("cuda")
     tokenizer = load_tokenizer(base_model)
     load_on = "cpu" if config.model.fsdp else dist.device
-    model = load_model(str(checkpoint or base_model), load_on, config.model.gradient_checkpointing and on_gpu)
-    ref_model = load_model(base_model, load_on, trainable=False) if config.optim.loss.beta > 0 else None
+    checkpointing = config.model.gradient_checkpointing and on_gpu
+    if config.lora.enabled:  # the base, frozen, and the adapters: new ones, or the checkpoint's
+        if checkpoint is not None:
+            model = load_model(str(checkpoint), load_on, checkpointing, adapter=True)
+        else:
+            model = add_adapters(load_model(base_model, load_on, trainable=False), config.lora, base_model,
+                                 checkpointing)
+        ref_model = None
+    else:
+        model = load_model(str(checkpoint or base_model), load_on, checkpointing)
+        ref_model = load_model(base_model, load_on, trainable=False) if config.optim.loss.beta > 0 else None
     if config.model.fsdp:
         model = fsdp.shard(model, dist.device, dist.world_size)
         ref_model = fsdp.shard(ref_model, dist.device, dist.world_size) if ref_model is not None else None
@@ -233,7 +262,7 @@ def _optimizer(config: TrainConfig, ext: Extensions, view: RunView, model, name:
     if own_groups and config.model.fsdp:
         raise ConfigError(f"{name}: extensions with parameters of their own do not run under --fsdp yet")
     o = config.optim
-    optimizer = torch.optim.AdamW(model.parameters(), lr=o.learning_rate, weight_decay=o.weight_decay)
+    optimizer = torch.optim.AdamW(trainable_parameters(model), lr=o.learning_rate, weight_decay=o.weight_decay)
     for group in own_groups:
         optimizer.add_param_group(dict(group))
     return optimizer
