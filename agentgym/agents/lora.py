@@ -90,7 +90,7 @@ def load_causal_lm(path: str | os.PathLike, device: str = "cpu", dtype=None, tra
 
 def is_peft(model) -> bool:
     """Whether ``model`` carries PEFT adapters (without importing peft when it does not)."""
-    return any(type(c).__module__.startswith("peft.") for c in type(_unwrap(model)).__mro__)
+    return any(c.__module__.startswith("peft.") for c in type(_unwrap(model)).__mro__)
 
 
 def _unwrap(model):

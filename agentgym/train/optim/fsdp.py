@@ -23,9 +23,17 @@ from typing import Any
 
 
 def is_sharded(model) -> bool:
+    """Whether ``model`` is sharded: itself, or a LoRA model's base (:func:`shard`)."""
     from torch.distributed.fsdp import FSDPModule
 
-    return isinstance(model, FSDPModule)
+    return isinstance(model, FSDPModule) or isinstance(_root(model), FSDPModule)
+
+
+def _root(model):
+    """The module FSDP's root unit wraps: the model, or a LoRA (PEFT) model's base model, which every
+    forward passes through (``generate`` calls the base model, never the PEFT wrapper's forward)."""
+    get_base = getattr(type(model), "get_base_model", None)
+    return model.get_base_model() if get_base is not None else model
 
 
 def shard(model, device: str, world_size: int):
@@ -37,11 +45,12 @@ def shard(model, device: str, world_size: int):
     from torch.distributed.fsdp import FSDPModule, fully_shard
 
     mesh = init_device_mesh(torch.device(device).type, (world_size,))
-    blocks = set(getattr(model, "_no_split_modules", None) or [])
-    for module in list(model.modules()):
+    root = _root(model)
+    blocks = set(getattr(root, "_no_split_modules", None) or [])
+    for module in list(root.modules()):
         if type(module).__name__ in blocks:
             fully_shard(module, mesh=mesh)
-    fully_shard(model, mesh=mesh)
+    fully_shard(root, mesh=mesh)
     for module in model.modules():
         if isinstance(module, FSDPModule):
             module.set_gradient_divide_factor(1.0)
