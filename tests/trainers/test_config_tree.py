@@ -131,7 +131,7 @@ def test_the_exploring_cold_start_is_a_cold_start_flag_and_part_of_its_recipe(ca
 
 def test_the_sft_run_reuses_the_run_and_layout_groups():
     groups = {f.name: f.type for f in fields(SFTRunConfig)}
-    assert set(groups) == {"env", "model", "sft", "chat", "run"}
+    assert set(groups) == {"env", "model", "sft", "chat", "run", "lora"}
     sft_run = SFTRunConfig()
     assert type(sft_run.run) is BaseRunConfig and issubclass(RunConfig, BaseRunConfig)
     assert type(sft_run.chat) is LayoutConfig and issubclass(RolloutConfig, LayoutConfig)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from agentgym.agents.lora import import_peft, is_peft, load_causal_lm, tokenizer_source
+
 
 def load_model(path: str, device: str, gradient_checkpointing: bool = False, trainable: bool = True,
                adapter: bool = False):
@@ -14,8 +16,6 @@ def load_model(path: str, device: str, gradient_checkpointing: bool = False, tra
     merged, so it serves as a base model like any other, or with ``adapter`` as a trainable
     ``PeftModel`` (a LoRA run resuming from its checkpoint)."""
     import torch
-
-    from agentgym.agents.lora import load_causal_lm
 
     model = load_causal_lm(path, device, torch.float32, trainable=adapter and trainable)
     if not trainable:
@@ -29,8 +29,6 @@ def load_model(path: str, device: str, gradient_checkpointing: bool = False, tra
 def enable_gradient_checkpointing(model) -> None:
     """Activation checkpointing; with frozen embeddings (LoRA) their output is made to require grad,
     or the checkpointed blocks would have nothing to differentiate."""
-    from agentgym.agents.lora import is_peft
-
     model.gradient_checkpointing_enable()
     model.config.use_cache = False
     if is_peft(model):
@@ -41,8 +39,6 @@ def add_adapters(model, lora, base_path: str, gradient_checkpointing: bool = Fal
     """``model`` (frozen) with new LoRA adapters of ``lora`` (a
     :class:`~agentgym.train.config.lora.LoraConfig`), recording ``base_path`` (absolute) as the base
     its checkpoints need."""
-    from agentgym.agents.lora import import_peft
-
     peft = import_peft()
     model = peft.get_peft_model(model, lora.peft_config())
     model.peft_config["default"].base_model_name_or_path = os.path.abspath(base_path)  # not the name it was loaded by
@@ -58,8 +54,6 @@ def trainable_parameters(model) -> list:
 
 def load_tokenizer(path: str):
     from transformers import AutoTokenizer
-
-    from agentgym.agents.lora import tokenizer_source
 
     tok = AutoTokenizer.from_pretrained(tokenizer_source(path))
     if tok.pad_token_id is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agentgym.agents.lora import AdapterError, import_peft
 from agentgym.settings import SettingError, check_on_init
 from agentgym.train.base.errors import ConfigError, is_int, is_number
 
@@ -62,8 +63,6 @@ class LoraConfig:
     def validate(self) -> None:
         """With adapters on, peft must be installed: say so before anything is built."""
         if self.enabled:
-            from agentgym.agents.lora import AdapterError, import_peft
-
             try:
                 import_peft()
             except AdapterError as e:
@@ -71,8 +70,6 @@ class LoraConfig:
 
     def peft_config(self):
         """This adapter as a ``peft.LoraConfig`` for a causal LM."""
-        from agentgym.agents.lora import import_peft
-
         peft = import_peft()
         names = tuple(self.target_modules)
         return peft.LoraConfig(r=int(self.r), lora_alpha=self.scale_alpha, lora_dropout=float(self.dropout),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from agentgym.agents.lora import AdapterError, adapter_base, is_adapter_dir
 from agentgym.train.base.errors import ConfigError, at_least
 from agentgym.train.config.presets import TINY_MODELS
 
@@ -32,8 +33,6 @@ class ModelConfig:
                 raise ConfigError(f"--model {self.model!r} is not a directory; give a local Hugging Face checkpoint "
                                   f"directory or one of {', '.join(TINY_MODELS)} (nothing is downloaded)")
             if not os.path.isfile(os.path.join(self.model, "config.json")):
-                from agentgym.agents.lora import AdapterError, adapter_base, is_adapter_dir
-
                 if not is_adapter_dir(self.model):
                     raise ConfigError(f"--model {self.model!r} has no config.json: not a Hugging Face checkpoint "
                                       "directory (nor a LoRA adapter directory)")

@@ -25,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 
 import agentgym.envs  # noqa: F401  registers the envs
+from agentgym.agents.lora import adapters_off
 from agentgym.agents.tiny import resolve_model_path
 from agentgym.locks import lock_dir
 from agentgym.rewards.prs import PRSSchedule
@@ -116,7 +117,6 @@ class RunSetup:
     def reference_logprobs(self, samples, micro_batch_size: int, temperature: float):
         """Per-sample log-probabilities under the frozen reference: ``ref_model``, or with LoRA the
         trained model with its adapters switched off (no second copy of the weights)."""
-        from agentgym.agents.lora import adapters_off
         from agentgym.train.optim.update import sample_logprobs
 
         pad_id = self.tokenizer.pad_token_id
