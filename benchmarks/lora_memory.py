@@ -32,17 +32,18 @@ def peak_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # Linux: KiB
 
 
-def one_case(shape: str, case: str, seq_len: int, batch: int, rank: int) -> dict:
+def one_case(shape: str, case: str, seq_len: int, batch: int, rank: int, checkpointing: bool) -> dict:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from agentgym.agents.lora import adapters_off
-    from agentgym.train.base.models import add_adapters, trainable_parameters
+    from agentgym.train.base.models import add_adapters, enable_gradient_checkpointing, trainable_parameters
     from agentgym.train.config.lora import LoraConfig
     from agentgym.train.optim.update import logprobs_and_hidden
 
     torch.manual_seed(0)
-    out: dict = {"shape": shape, "case": case, "seq_len": seq_len, "batch": batch, "threads": torch.get_num_threads()}
+    out: dict = {"shape": shape, "case": case, "seq_len": seq_len, "batch": batch, "rank": rank if case == "lora" else 0,
+                 "gradient_checkpointing": checkpointing, "threads": torch.get_num_threads()}
     config = AutoConfig.for_model(**json.loads((CONFIGS / SHAPES[shape]).read_text()))
     t = time.perf_counter()
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
@@ -53,6 +54,8 @@ def one_case(shape: str, case: str, seq_len: int, batch: int, rank: int) -> dict
         model.requires_grad_(False)
         model = add_adapters(model, LoraConfig(r=rank), str(CONFIGS))
         reference = None
+    if checkpointing:
+        enable_gradient_checkpointing(model)
     optimizer = torch.optim.AdamW(trainable_parameters(model), lr=1e-5)
     out["trained_parameters"] = sum(p.numel() for p in trainable_parameters(model))
     phases = {"model": (time.perf_counter() - t, peak_gib())}
@@ -91,16 +94,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seq-len", type=int, default=256)
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--rank", type=int, default=16, help="LoRA rank")
+    parser.add_argument("--gradient-checkpointing", choices=["off", "on", "both"], default="off")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     parser.add_argument("--case", default=None, help=argparse.SUPPRESS)  # one case, in this process
     args = parser.parse_args(argv)
     if args.case:
-        print(json.dumps(one_case(args.shape, args.case, args.seq_len, args.batch, args.rank)))
+        print(json.dumps(one_case(args.shape, args.case, args.seq_len, args.batch, args.rank,
+                                  args.gradient_checkpointing == "on")))
         return 0
     rows = []
-    for case in args.cases:
+    modes = ["off", "on"] if args.gradient_checkpointing == "both" else [args.gradient_checkpointing]
+    for case, mode in [(c, m) for c in args.cases for m in modes]:
         cmd = [sys.executable, __file__, "--case", case, "--shape", args.shape, "--seq-len", str(args.seq_len),
-               "--batch", str(args.batch), "--rank", str(args.rank)]
+               "--batch", str(args.batch), "--rank", str(args.rank), "--gradient-checkpointing", mode]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=os.environ.copy())
         if done.returncode != 0:
             print(done.stderr[-3000:], file=sys.stderr)
@@ -108,9 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         row = json.loads(done.stdout.strip().splitlines()[-1])
         rows.append(row)
         phases = "  ".join(f"{k} {v['seconds']:.1f}s/{v['peak_rss_gib']:.2f}GiB" for k, v in row["phases"].items())
-        print(f"{args.shape} {case:4s} params {row['parameters'] / 1e6:.0f}M trained {row['trained_parameters'] / 1e6:.1f}M"
+        print(f"{args.shape} {case:4s} checkpointing {mode:3s} T={args.seq_len} params {row['parameters'] / 1e6:.0f}M trained {row['trained_parameters'] / 1e6:.1f}M"
               f"  peak {row['peak_rss_gib']:.2f} GiB  ({phases})", flush=True)
-    if len(rows) == 2:
+    if len(rows) == 2 and len(modes) == 1:
         print(f"LoRA saves {rows[0]['peak_rss_gib'] - rows[1]['peak_rss_gib']:.2f} GiB of peak RSS "
               f"({rows[0]['phases']['model']['peak_rss_gib'] - rows[1]['phases']['model']['peak_rss_gib']:.2f} GiB "
               "at set-up: the reference copy)")

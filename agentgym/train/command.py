@@ -17,6 +17,7 @@ from agentgym.train.config.cli import exit_on_config_error, parse
 from agentgym.train.hooks import TrainerExtension
 from agentgym.train.loop import train
 from agentgym.train.methods import METHODS, Method, get_method
+from agentgym.train.run.setup import dry_run
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class Trainer:
         """Train with ``config``: the RL loop's ``TrainResult``, or the cold start's model directory."""
         if self.method.cold_start:
             return run_sft(config, self.extensions(config))
+        if config.run.dry_run:
+            return dry_run(config)
         return train(config, self.extensions(config), name=self.method.recorded_name(config))
 
     def cli(self, argv: list[str] | None = None, prog: str | None = None) -> Any:

@@ -52,6 +52,9 @@ class RunConfig(BaseRunConfig):
     """checkpoint every this many steps (and at the end; 0: only at the end)"""
     resume: str | None = None
     """resume from a checkpoint: a path, or `auto` (also the bare flag) for OUTPUT_DIR's latest"""
+    dry_run: bool = False
+    """check the settings and print the memory estimate of one process (docs/trainers.md, "Memory"),
+    then stop before any model is loaded"""
     log_episodes: int = 2
     """groups of each step kept in OUTPUT_DIR/episodes/ with every held-out evaluation's episodes,
     for `agentgym view` (0: none; docs/trainers.md, "Saved episodes")"""

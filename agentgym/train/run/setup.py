@@ -38,6 +38,7 @@ from agentgym.train.base.models import add_adapters, load_model, load_tokenizer,
 from agentgym.train.base.records import read_record
 from agentgym.train.base.state import RunState
 from agentgym.train.base.threads import set_cpu_threads
+from agentgym.train.base.world import launched_world_size
 from agentgym.train.coldstart import sft
 from agentgym.train.config.presets import TINY_MODELS
 from agentgym.train.config.tree import TrainConfig
@@ -197,6 +198,8 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
         base_model = resolve_model_path(config.model.model, (env_cfg.env_id,), env_kwargs)
         if config.model.model in TINY_MODELS and config.cold_start.resolved(env_cfg.env_id).num_steps > 0:
             base_model = cold_start(config, ext)
+    if dist.is_main:
+        print(memory_estimate(config, base_model, dist.world_size, on_gpu).line(), flush=True)
     checkpoint, record = None, None
     if run.resume:
         checkpoint, record = resume_point(run.output_dir if run.resume == "auto" else run.resume,
@@ -226,6 +229,38 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
                      episode_log=episode_log, dir_lock=dir_lock)
     state = restore(setup, record) if record is not None else RunState()
     return setup, state
+
+
+def memory_estimate(config: TrainConfig, model_dir: str, world_size: int = 1, on_gpu: bool | None = None):
+    """The predicted peak memory of one training process of ``config`` on the model in ``model_dir``
+    (a model or adapter directory; read as a config only), for micro-batches of its longest samples
+    (``--max-prompt-tokens`` + ``--max-new-tokens``): a :class:`~agentgym.train.base.memory.Estimate`."""
+    from transformers import AutoConfig
+
+    from agentgym.agents.lora import adapter_base, is_adapter_dir
+    from agentgym.train.base.memory import estimate, shape_of
+
+    if on_gpu is None:
+        on_gpu = resolve_device(config.model.device).startswith("cuda")
+    r = config.rollout
+    source = adapter_base(model_dir) if is_adapter_dir(model_dir) else model_dir
+    shape = shape_of(AutoConfig.from_pretrained(source), config.lora)
+    return estimate(shape, micro_batch=config.optim.micro_batch_size,
+                    seq_len=r.max_prompt_tokens + r.sampling.max_new_tokens, reply_tokens=r.sampling.max_new_tokens,
+                    reference=config.optim.loss.beta > 0, checkpointing=config.model.gradient_checkpointing and on_gpu,
+                    bf16=config.model.bf16 and on_gpu, gpu=on_gpu, shards=world_size if config.model.fsdp else 1)
+
+
+def dry_run(config: TrainConfig) -> None:
+    """``--dry-run``: check the settings and print the env and the memory estimate; nothing is
+    trained and no model is loaded (a built-in tiny model is built, without its cold start)."""
+    config.validate()
+    env_kwargs = config.env.kwargs(config.model.model)
+    print(f"env: {config.env.describe(config.model.model)}", flush=True)
+    model_dir = resolve_model_path(config.model.model, (config.env.env_id,), env_kwargs)
+    world = launched_world_size()
+    print(memory_estimate(config, model_dir, world).line(), flush=True)
+    print("dry run: the settings check out; nothing was trained", flush=True)
 
 
 def _models(config: TrainConfig, dist: Dist, base_model: str, checkpoint):
