@@ -14,6 +14,11 @@ of time is reported with its error, and the others still run):
   weights, nothing downloaded) trains two GRPO steps on ToolQA-v0 (its own defaults: ten turns, three
   passages a search) through ``agentgym.train.loop.train`` with bf16 and gradient checkpointing:
   peak GPU memory, s/step, rollout and trained tokens/s, update MFU (second step).
+- ``lora1.5b``: the same with ``--lora.r 16`` (adapters on every linear layer, the reference the base
+  with them off), and the vLLM generator where vLLM is installed (the adapters reach the engine
+  merged): peak GPU memory beside the memory formula's prediction (``agentgym.train.base.memory``).
+- ``lora7b``: a model of Qwen2.5-7B's shape (benchmarks/configs/qwen2.5-7b.json) with ``--lora.r 16``:
+  the same measurements at the size one GPU trains only with adapters.
 - ``async``: ``trainers/grpo.py --async-steps 1`` (rollouts in a thread beside the learner).
 - ``fsdp``: ``torchrun --nproc_per_node 1 trainers/grpo.py --fsdp`` (FSDP2 over NCCL on a GPU).
 - ``main_job``: the README's main job (``python trainers/vspo.py``) with ``--device``: wall time and
@@ -44,10 +49,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
 QWEN_CONFIG = BENCHMARKS / "configs" / "qwen2.5-1.5b.json"
+QWEN7_CONFIG = BENCHMARKS / "configs" / "qwen2.5-7b.json"
 # README, "Set up": the main job on 2 CPU cores
 MAIN_JOB_CPU = {"wall_min": 9, "success_before": 0.098, "success_after": 0.320}
 # seconds each part may take (the main job: what is left of --budget, at least MAIN_JOB_MIN)
-LIMITS = {"tests": 90, "throughput": 75, "qwen1.5b": 150, "async": 45, "fsdp": 60}
+LIMITS = {"tests": 90, "throughput": 75, "qwen1.5b": 150, "lora1.5b": 100, "lora7b": 200, "async": 45, "fsdp": 60}
 SMOKE_LIMITS = {name: 60 for name in LIMITS}
 MAIN_JOB_MIN = {False: 60, True: 30}
 TINY_QWEN = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -73,6 +79,24 @@ def part_throughput(o) -> dict:
 
 
 def part_qwen(o) -> dict:
+    return _qwen_run(o, QWEN_CONFIG, "qwen")
+
+
+def part_lora_15b(o) -> dict:
+    """Qwen2.5-1.5B's shape with ``--lora.r 16``; the generator is vLLM where it is installed (its
+    weights then reach the engine merged, under the base's names)."""
+    import importlib.util
+
+    vllm = o.device.startswith("cuda") and importlib.util.find_spec("vllm") is not None
+    return _qwen_run(o, QWEN_CONFIG, "lora15", lora_r=16, generator="vllm" if vllm else "hf")
+
+
+def part_lora_7b(o) -> dict:
+    """Qwen2.5-7B's shape with ``--lora.r 16``: the size one GPU trains only with adapters."""
+    return _qwen_run(o, QWEN7_CONFIG, "lora7", lora_r=16)
+
+
+def _qwen_run(o, config_file: Path, tag: str, lora_r: int = 0, generator: str = "hf") -> dict:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
 
@@ -85,15 +109,16 @@ def part_qwen(o) -> dict:
     from agentgym.train.config.tree import TrainConfig
     from agentgym.train.hooks import TrainerExtension
     from agentgym.train.loop import train
+    from agentgym.train.run.setup import memory_estimate
 
     on_gpu = o.device.startswith("cuda")
     tok = load_tokenizer(str(build_tiny_model(("ToolQA-v0",), "wide")))
-    shape = json.loads(QWEN_CONFIG.read_text())
+    shape = json.loads(config_file.read_text())
     if o.smoke:
         shape.update(TINY_QWEN, vocab_size=len(tok))
     shape.update(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None)
     cfg = AutoConfig.for_model(**shape)
-    model_dir = Path(o.workdir) / "qwen-model"
+    model_dir = Path(o.workdir) / f"{tag}-model"
     torch.manual_seed(0)
     with torch.device(o.device):  # random weights, made where they train (fast on a GPU)
         model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16 if on_gpu else torch.float32)
@@ -131,8 +156,10 @@ def part_qwen(o) -> dict:
     sizes = dict(num_groups=1, group_size=2, max_new_tokens=8, micro_batch_size=2) if o.smoke else {}
     config = build(TrainConfig, model=str(model_dir), env_id="ToolQA-v0", preset="none", device=o.device,
                    bf16=True, gradient_checkpointing=True, num_steps=2, cold_start={"num_steps": 0}, eval_episodes=0,
-                   save_every=0, learning_rate=1e-6, output_dir=str(Path(o.workdir) / "qwen-run"), progress=False,
-                   quiet=True, tensorboard=False, seed=0, cpu_threads=1 if not on_gpu else 0, **sizes)
+                   save_every=0, learning_rate=1e-5 if lora_r else 1e-6, output_dir=str(Path(o.workdir) / f"{tag}-run"),
+                   progress=False, quiet=True, tensorboard=False, seed=0, cpu_threads=1 if not on_gpu else 0,
+                   lora={"r": lora_r}, generator=generator, **sizes)
+    predicted = memory_estimate(config, str(model_dir), 1, on_gpu)
     t0 = time.perf_counter()
     history = train(config, [TrainedTokens()], name="grpo").history
     wall = time.perf_counter() - t0
@@ -142,13 +169,17 @@ def part_qwen(o) -> dict:
     peak = tt.peak_bf16_tflops(name, o.peak_tflops) if on_gpu or o.peak_tflops else None
     flops = tt.update_flops_per_token(n_params, cfg, trained / max(samples, 1)) * trained / h["time/update"]
     if on_gpu:
-        memory = {"peak_gpu_memory_gib": torch.cuda.max_memory_allocated(o.device) / 2**30,
+        measured = torch.cuda.max_memory_allocated(o.device) / 2**30
+        memory = {"peak_gpu_memory_gib": measured,
                   "peak_gpu_reserved_gib": torch.cuda.max_memory_reserved(o.device) / 2**30}
     else:
         import resource
 
-        memory = {"peak_process_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
-    return {"device": name, "params": n_params, **memory, "s_per_step": h["time/step"],
+        measured = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        memory = {"peak_process_rss_gib": measured}
+    memory["predicted_peak_gib"] = predicted.peak / 2**30
+    memory["measured_vs_predicted"] = measured / (predicted.peak / 2**30) - 1
+    return {"device": name, "params": n_params, "lora_r": lora_r, "generator": generator, **memory, "s_per_step": h["time/step"],
             "first_step_s": history[0]["time/step"], "rollout_s": h["time/rollout"], "update_s": h["time/update"],
             "rollout_tokens_per_s": h["tokens_per_second"], "trained_tokens": trained,
             "train_tokens_per_s": trained / h["time/update"], "update_tflops": flops / 1e12,
@@ -156,7 +187,7 @@ def part_qwen(o) -> dict:
             "mean_turns": h.get("episode/turns"), "wall_s_with_setup_and_save": wall}
 
 
-FUNCTIONS = {"throughput": part_throughput, "qwen1.5b": part_qwen}
+FUNCTIONS = {"throughput": part_throughput, "qwen1.5b": part_qwen, "lora1.5b": part_lora_15b, "lora7b": part_lora_7b}
 
 
 # ----- parts that run a command; the parent reads what it wrote -----
@@ -260,7 +291,7 @@ def read_main_job(o, output: str, finished: bool = True) -> dict:
 
 
 READERS = {"tests": read_tests, "async": read_async, "fsdp": read_fsdp, "main_job": read_main_job}
-ORDER = ["tests", "throughput", "qwen1.5b", "async", "fsdp", "main_job"]
+ORDER = ["tests", "throughput", "qwen1.5b", "lora1.5b", "lora7b", "async", "fsdp", "main_job"]
 
 
 # ----- running the parts -----
@@ -334,8 +365,12 @@ def child(name: str, o, result_file: str) -> int:
 SHOWN = {
     "tests": ("passed", "skipped", "failed"),
     "throughput": ("params", "rollout_tokens_per_s", "update_step_s", "train_tokens_per_s", "update_mfu"),
-    "qwen1.5b": ("params", "peak_gpu_memory_gib", "peak_process_rss_gib", "s_per_step", "rollout_tokens_per_s",
-                 "train_tokens_per_s", "update_mfu"),
+    "qwen1.5b": ("params", "peak_gpu_memory_gib", "peak_process_rss_gib", "predicted_peak_gib", "s_per_step",
+                 "rollout_tokens_per_s", "train_tokens_per_s", "update_mfu"),
+    "lora1.5b": ("params", "generator", "peak_gpu_memory_gib", "peak_process_rss_gib", "predicted_peak_gib",
+                 "measured_vs_predicted", "s_per_step", "train_tokens_per_s", "update_mfu"),
+    "lora7b": ("params", "peak_gpu_memory_gib", "peak_process_rss_gib", "predicted_peak_gib", "measured_vs_predicted",
+               "s_per_step", "train_tokens_per_s", "update_mfu"),
     "async": ("steps", "s_per_step", "rollout_tokens_per_s"),
     "fsdp": ("steps", "s_per_step", "rollout_tokens_per_s"),
     "main_job": ("steps", "s_per_step", "success_before", "success_after"),

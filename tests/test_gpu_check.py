@@ -1,6 +1,6 @@
 """benchmarks/gpu_check.py: its CPU smoke run goes through every part (so the GPU check cannot rot
-between GPU runs), a part out of time is reported while the next still runs, and the 1.5B config
-is Qwen2.5-1.5B's shape."""
+between GPU runs), a part out of time is reported while the next still runs, and the configs are
+Qwen2.5's shapes."""
 
 import json
 import subprocess
@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
-PARTS = ["tests", "throughput", "qwen1.5b", "async", "fsdp", "main_job"]
+PARTS = ["tests", "throughput", "qwen1.5b", "lora1.5b", "lora7b", "async", "fsdp", "main_job"]
 
 
 def _check(tmp_path, *args, timeout=400):
@@ -37,6 +37,10 @@ def test_the_cpu_smoke_run_goes_through_every_part(tmp_path):
     # the 1.5B part at tiny size: two GRPO steps on ToolQA from the config file's shape, tokens counted
     assert res["qwen1.5b"]["trained_tokens"] > 0 and res["qwen1.5b"]["s_per_step"] > 0
     assert res["qwen1.5b"]["peak_process_rss_gib"] > 0
+    # the LoRA parts: adapters trained two steps, their peak memory beside the formula's prediction
+    for name in ("lora1.5b", "lora7b"):
+        assert res[name]["lora_r"] == 16 and res[name]["trained_tokens"] > 0 and res[name]["s_per_step"] > 0
+        assert res[name]["predicted_peak_gib"] > 0 and res[name]["measured_vs_predicted"] > -1
     assert res["async"]["steps"] == 2 and res["fsdp"]["steps"] == 2
     assert res["main_job"]["eval_episodes"] == 2 and 0 <= res["main_job"]["success_after"] <= 1
     for name in PARTS:
@@ -55,15 +59,18 @@ def test_a_part_out_of_time_is_reported_and_the_next_still_runs(tmp_path):
     assert "| throughput | timeout |" in table
 
 
-def test_the_1_5b_config_is_qwen2_5_1_5b_shaped():
+@pytest.mark.parametrize("name,low,high", [("qwen2.5-0.5b", 0.49e9, 0.50e9),   # 494M, embeddings tied
+                                           ("qwen2.5-1.5b", 1.5e9, 1.6e9),     # 1.54B, embeddings tied
+                                           ("qwen2.5-7b", 7.6e9, 7.7e9)])      # 7.62B, its own output layer
+def test_the_configs_are_qwen2_5_shaped(name, low, high):
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    cfg = AutoConfig.for_model(**json.loads((ROOT / "benchmarks" / "configs" / "qwen2.5-1.5b.json").read_text()))
+    cfg = AutoConfig.for_model(**json.loads((ROOT / "benchmarks" / "configs" / f"{name}.json").read_text()))
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(cfg)
     assert type(model).__name__ == "Qwen2ForCausalLM"
-    assert 1.5e9 < sum(p.numel() for p in model.parameters()) < 1.6e9  # 1.54B, embeddings tied
+    assert low < sum(p.numel() for p in model.parameters()) < high
 
 
 @pytest.mark.multiproc
