@@ -57,11 +57,14 @@ VARIANTS = {
     # the paired control: GRPO at a learning rate of ~0 on the same task stream (same tasks and
     # sampling seeds), so its curve is what the cold start does on that stream; not in the default set
     "control": ("grpo", {"learning_rate": 1e-12}),
+    # LoRA adapters of rank 16 on every linear layer instead of every weight, at ten times the learning
+    # rate (docs/trainers.md, "LoRA"); not in the default set
+    "grpo-lora": ("grpo", {"lora": {"r": 16}, "learning_rate": 2e-3}),
 }
 METHODS = {**{name: (name, {}) for name, method in REGISTERED.items() if not method.cold_start}, **VARIANTS}
 # rejection-sampling fine-tuning (SFT on the policy's own successes) is a baseline beside the RL
 # methods, and not in the default set either
-NOT_DEFAULT = ("rft", "control", "gcd-nocorrection")
+NOT_DEFAULT = ("rft", "control", "gcd-nocorrection", "grpo-lora")
 DEFAULT_METHODS = [m for m, (_, extra) in METHODS.items() if not extra.get("async_steps") and m not in NOT_DEFAULT]
 
 

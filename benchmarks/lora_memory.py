@@ -87,6 +87,32 @@ def one_case(shape: str, case: str, seq_len: int, batch: int, rank: int, checkpo
     return out
 
 
+def predicted_gib(row: dict) -> float:
+    """The memory formula's peak for a measured row (``agentgym.train.base.memory``), in GiB."""
+    from transformers import AutoConfig
+
+    from agentgym.train.base.memory import GIB, estimate, shape_of
+    from agentgym.train.config.lora import LoraConfig
+
+    config = AutoConfig.for_model(**json.loads((CONFIGS / SHAPES[row["shape"]]).read_text()))
+    shape = shape_of(config, LoraConfig(r=row["rank"]) if row["case"] == "lora" else None)
+    return estimate(shape, micro_batch=row["batch"], seq_len=row["seq_len"], reply_tokens=row["seq_len"] // 2,
+                    reference=True, checkpointing=row["gradient_checkpointing"]).peak / GIB
+
+
+def table(rows: list[dict]) -> str:
+    """The rows as docs/trainers.md's memory table: measured, predicted, error."""
+    lines = ["| shape | training | checkpointing | tokens (batch x length) | peak RSS measured | predicted | error |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        p = predicted_gib(r)
+        kind = f"LoRA r={r['rank']}" if r["case"] == "lora" else "full"
+        lines.append(f"| {r['shape']} | {kind} | {'on' if r['gradient_checkpointing'] else 'off'} | "
+                     f"{r['batch']} x {r['seq_len']} | {r['peak_rss_gib']:.2f} GiB | {p:.2f} GiB | "
+                     f"{100 * (p / r['peak_rss_gib'] - 1):+.0f}% |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", choices=sorted(SHAPES), default="0.5b")
@@ -96,8 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rank", type=int, default=16, help="LoRA rank")
     parser.add_argument("--gradient-checkpointing", choices=["off", "on", "both"], default="off")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
+    parser.add_argument("--report", nargs="+", default=None, metavar="JSON",
+                        help="print the memory table of earlier --out files (measured beside predicted) and stop")
     parser.add_argument("--case", default=None, help=argparse.SUPPRESS)  # one case, in this process
     args = parser.parse_args(argv)
+    if args.report:
+        print(table([row for f in args.report for row in json.loads(Path(f).read_text())]))
+        return 0
     if args.case:
         print(json.dumps(one_case(args.shape, args.case, args.seq_len, args.batch, args.rank,
                                   args.gradient_checkpointing == "on")))
@@ -114,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         row = json.loads(done.stdout.strip().splitlines()[-1])
         rows.append(row)
         phases = "  ".join(f"{k} {v['seconds']:.1f}s/{v['peak_rss_gib']:.2f}GiB" for k, v in row["phases"].items())
-        print(f"{args.shape} {case:4s} checkpointing {mode:3s} T={args.seq_len} params {row['parameters'] / 1e6:.0f}M trained {row['trained_parameters'] / 1e6:.1f}M"
+        row["predicted_peak_gib"] = round(predicted_gib(row), 3)
+        print(f"{args.shape} {case:4s} checkpointing {mode:3s} T={args.seq_len} predicted {row['predicted_peak_gib']:.2f} GiB params {row['parameters'] / 1e6:.0f}M trained {row['trained_parameters'] / 1e6:.1f}M"
               f"  peak {row['peak_rss_gib']:.2f} GiB  ({phases})", flush=True)
     if len(rows) == 2 and len(modes) == 1:
         print(f"LoRA saves {rows[0]['peak_rss_gib'] - rows[1]['peak_rss_gib']:.2f} GiB of peak RSS "
