@@ -13,6 +13,7 @@ from agentgym.agents import HFPolicy, load_model_and_tokenizer
 from agentgym.agents.lora import adapter_base, is_adapter_dir, load_causal_lm
 from agentgym.agents.lora import main as merge_main
 from agentgym.train.command import main as train_main
+from agentgym.train.evaluate import main as eval_main
 from agentgym.train.methods import METHODS
 from agentgym.train.run.setup import set_up
 
@@ -66,6 +67,9 @@ def test_a_lora_run_resumes_bitwise_and_trains_only_its_adapters(tmp_path, cold_
     b = adapters(tmp_path / "cut" / "run" / "checkpoints" / "step_4")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert any(k.endswith("lora_B.weight") and v.abs().sum() > 0 for k, v in a.items())
+    # `agentgym eval` takes the adapter checkpoint as it takes any other, its env settings recorded
+    assert eval_main(["--model", str(tmp_path / "full" / "run" / "checkpoints" / "step_4"), "--num-episodes", "2",
+                      "--max-new-tokens", "8"]) == 0
 
 
 def test_the_reference_is_the_base_with_adapters_off_not_a_second_copy(tmp_path, tiny_path):
