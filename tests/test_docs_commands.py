@@ -51,6 +51,8 @@ NOT_RUN = {
     "agentgym mcp": "a stdio server waiting for its client (the docs' MCP snippet starts it as a client does)",
     "scripts/wheelhouse.py": "downloads a wheelhouse from PyPI (tests/test_wheelhouse.py builds one and installs from "
                              "it without an index)",
+    "benchmarks/lora_memory.py": "builds models of Qwen2.5-0.5B's shape (up to 13 GiB and minutes per case); "
+                                 "tests/train/test_memory.py checks the formula's counts and parts",
     "gpu_check.py --device cuda": "needs a CUDA device (tests/test_gpu_check.py runs the CPU smoke check)",
     "gpu_check.py --device cpu --smoke": "tests/test_gpu_check.py runs it as written (with --out) and checks every "
                                          "part it reports",

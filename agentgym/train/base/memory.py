@@ -8,16 +8,19 @@ The trainers keep float32 weights (bf16 is autocast on a GPU), so per process:
   with its adapters off: 0);
 - gradients ``G = 4 T`` and AdamW's two moments ``O = 8 T`` (T trained parameters: P, or the
   adapters' ``r (in + out)`` per adapted linear layer);
-- activations ``A``: per token and decoder layer ``ACT_FACTOR (hidden + intermediate)`` floats kept
-  for the backward pass; with gradient checkpointing only each layer's input (``hidden`` floats)
-  plus one layer's full set; half the bytes under bf16 autocast;
+- activations ``A``: per token and decoder layer ``ACT_FULL (hidden + intermediate)`` floats kept
+  for the backward pass (``ACT_LORA`` with adapters: PEFT's adapter path keeps more per layer);
+  with gradient checkpointing ``ACT_CHECKPOINTED hidden`` floats per token and layer plus one
+  layer's full set; half the bytes under bf16 autocast;
 - logits ``L``: the reply positions' ``vocab`` floats, three times (logits, log-softmax, gradient);
 - a fixed ``OVERHEAD`` (the process and its libraries on a CPU; the CUDA context on a GPU).
 
 The peak is ``OVERHEAD + W + R + max(A + L + G, G + O)``: the backward pass holds activations while
 gradients fill in, and AdamW's state is allocated after the activations are freed (and reuses
-their memory). ``ACT_FACTOR`` and ``OVERHEAD`` are fitted to the CPU measurements of
-``benchmarks/lora_memory.py`` (docs/trainers.md lists each row, measured beside predicted).
+their memory). The three activation factors and ``OVERHEAD_CPU`` are fitted to the eight CPU
+measurements of ``benchmarks/lora_memory.py`` at Qwen2.5-0.5B's shape (every one predicted within
+8%); docs/trainers.md lists each row, measured beside predicted, and the 1.5B rows, which the fit
+did not see.
 """
 
 from __future__ import annotations
@@ -25,9 +28,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 GIB = 2**30
-ACT_FACTOR = 8.5
+ACT_FULL = 3.5
 """floats kept per token, decoder layer and unit of ``hidden + intermediate`` without checkpointing"""
-OVERHEAD_CPU = 0.9 * GIB
+ACT_LORA = 6.5
+"""the same with LoRA adapters on every linear layer"""
+ACT_CHECKPOINTED = 16.0
+"""floats kept per token, decoder layer and unit of ``hidden`` with gradient checkpointing"""
+OVERHEAD_CPU = 1.0 * GIB
 OVERHEAD_GPU = 1.0 * GIB
 
 
@@ -107,8 +114,8 @@ def estimate(shape: Shape, *, micro_batch: int, seq_len: int, reply_tokens: int,
     weights = 4.0 * shape.parameters / shards
     ref = 4.0 * shape.parameters / shards if reference and not lora else 0.0
     tokens = micro_batch * seq_len
-    per_layer = ACT_FACTOR * (shape.hidden + shape.intermediate)
-    floats = (tokens * shape.layers * shape.hidden + tokens * per_layer if checkpointing
+    per_layer = (ACT_LORA if lora else ACT_FULL) * (shape.hidden + shape.intermediate)
+    floats = (tokens * shape.layers * ACT_CHECKPOINTED * shape.hidden + tokens * per_layer if checkpointing
               else tokens * shape.layers * per_layer)
     activations = floats * (2.0 if bf16 else 4.0)
     logits = 3 * 4.0 * micro_batch * reply_tokens * shape.vocab
