@@ -45,17 +45,26 @@ def is_adapter_dir(path: str | os.PathLike) -> bool:
     return os.path.isfile(os.path.join(path, ADAPTER_CONFIG))
 
 
+def recorded_base(path: str | os.PathLike) -> str:
+    """The ``base_model_name_or_path`` an adapter directory's config records (read, not checked);
+    raises :class:`AdapterError` when the config does not read or names no base."""
+    config_file = Path(path) / ADAPTER_CONFIG
+    try:
+        config = json.loads(config_file.read_text())
+        base = config.get("base_model_name_or_path") if isinstance(config, dict) else None
+    except (OSError, ValueError) as e:
+        raise AdapterError(f"{config_file}: not a readable adapter config ({type(e).__name__})") from e
+    if not base or not isinstance(base, str):
+        raise AdapterError(f"{config_file} names no base model (base_model_name_or_path)")
+    return base
+
+
 def adapter_base(path: str | os.PathLike) -> str:
     """The base model an adapter directory needs: its recorded ``base_model_name_or_path``, taken
     relative to the adapter directory when it is not absolute. Raises :class:`AdapterError` when it
     is not a model directory here (nothing is downloaded)."""
     config_file = Path(path) / ADAPTER_CONFIG
-    try:
-        base = json.loads(config_file.read_text()).get("base_model_name_or_path")
-    except (OSError, ValueError) as e:
-        raise AdapterError(f"{config_file}: not a readable adapter config ({type(e).__name__})") from e
-    if not base:
-        raise AdapterError(f"{config_file} names no base model (base_model_name_or_path)")
+    base = recorded_base(path)
     where = base if os.path.isabs(base) else os.path.join(path, base)
     if not os.path.isfile(os.path.join(where, "config.json")):
         raise AdapterError(f"{config_file}: its base model {base!r} is not a model directory here; copy the base "

@@ -166,3 +166,14 @@ def test_an_async_lora_run_plays_with_published_adapters_and_resumes_bitwise(tmp
     a = adapters(tmp_path / "full" / "run" / "checkpoints" / "step_4")
     b = adapters(tmp_path / "cut" / "run" / "checkpoints" / "step_4")
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_lora_run_resumes_on_its_own_base_wherever_the_checkpoint_says_the_base_was(tmp_path):
+    kw = dict(num_groups=2, group_size=2, max_new_tokens=8, lora={"r": 4}, save_every=1)
+    grpo.main(small_config(tmp_path, num_steps=1, **kw))
+    config_file = tmp_path / "run" / "checkpoints" / "step_1" / "adapter_config.json"
+    recorded = json.loads(config_file.read_text())
+    config_file.write_text(json.dumps({**recorded, "base_model_name_or_path": "/moved/away"}))
+    grpo.main(small_config(tmp_path, num_steps=2, resume="auto", **kw))  # the run's --model is the base
+    assert [r["step"] for r in rows(tmp_path / "run")] == [1, 2]
+    assert is_adapter_dir(tmp_path / "run" / "checkpoints" / "step_2")

@@ -8,16 +8,14 @@ import os
 from agentgym.agents.lora import import_peft, is_peft, load_causal_lm, tokenizer_source
 
 
-def load_model(path: str, device: str, gradient_checkpointing: bool = False, trainable: bool = True,
-               adapter: bool = False):
+def load_model(path: str, device: str, gradient_checkpointing: bool = False, trainable: bool = True):
     """A causal LM in float32 (bf16 comes from autocast, so optimizer state stays exact).
 
-    ``path`` may be a LoRA adapter directory (:mod:`agentgym.agents.lora`): it loads onto its base
-    merged, so it serves as a base model like any other, or with ``adapter`` as a trainable
-    ``PeftModel`` (a LoRA run resuming from its checkpoint)."""
+    ``path`` may be a LoRA adapter directory (:mod:`agentgym.agents.lora`): it loads onto its base,
+    merged, so it serves as a base model like any other."""
     import torch
 
-    model = load_causal_lm(path, device, torch.float32, trainable=adapter and trainable)
+    model = load_causal_lm(path, device, torch.float32)
     if not trainable:
         model.eval()
         model.requires_grad_(False)
@@ -42,6 +40,16 @@ def add_adapters(model, lora, base_path: str, gradient_checkpointing: bool = Fal
     peft = import_peft()
     model = peft.get_peft_model(model, lora.peft_config())
     model.peft_config["default"].base_model_name_or_path = os.path.abspath(base_path)  # not the name it was loaded by
+    if gradient_checkpointing:
+        enable_gradient_checkpointing(model)
+    return model
+
+
+def load_adapters(model, adapter_dir: str, gradient_checkpointing: bool = False):
+    """``model`` (frozen) with the trainable adapters saved in ``adapter_dir`` (a LoRA run's
+    checkpoint, resuming): put on the base the run was given, wherever the checkpoint says its base
+    was, so a run directory that moved with its base still resumes."""
+    model = import_peft().PeftModel.from_pretrained(model, adapter_dir, is_trainable=True)
     if gradient_checkpointing:
         enable_gradient_checkpointing(model)
     return model

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from agentgym.agents.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, AdapterError, adapter_base
+from agentgym.agents.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, AdapterError, recorded_base
 from agentgym.train.base.checkpoint_record import CheckpointRecord, read_checkpoint
 from agentgym.train.base.errors import ConfigError
 from agentgym.train.base.state_file import TrainerStateError, has_state, write_state
@@ -172,8 +172,8 @@ def _check_loads(step_dir: Path) -> CheckpointRecord:
     adapter = (step_dir / ADAPTER_CONFIG).is_file()
     config_file = step_dir / (ADAPTER_CONFIG if adapter else "config.json")
     try:
-        if adapter:
-            adapter_base(step_dir)
+        if adapter:  # the base is the run's own (--model): resuming reads only what the adapter records
+            recorded_base(step_dir)
         else:
             AutoConfig.from_pretrained(str(step_dir))
     except AdapterError as e:

@@ -34,7 +34,7 @@ from agentgym.train.base.device import resolve_device, seed_everything
 from agentgym.train.base.errors import ConfigError
 from agentgym.train.base.flags import to_dict
 from agentgym.train.base.metrics import MetricsLogger
-from agentgym.train.base.models import add_adapters, load_model, load_tokenizer, trainable_parameters
+from agentgym.train.base.models import add_adapters, load_adapters, load_model, load_tokenizer, trainable_parameters
 from agentgym.train.base.records import read_record
 from agentgym.train.base.state import RunState
 from agentgym.train.base.threads import set_cpu_threads
@@ -272,12 +272,10 @@ def _models(config: TrainConfig, dist: Dist, base_model: str, checkpoint):
     tokenizer = load_tokenizer(base_model)
     load_on = "cpu" if config.model.fsdp else dist.device
     checkpointing = config.model.gradient_checkpointing and on_gpu
-    if config.lora.enabled:  # the base, frozen, and the adapters: new ones, or the checkpoint's
-        if checkpoint is not None:
-            model = load_model(str(checkpoint), load_on, checkpointing, adapter=True)
-        else:
-            model = add_adapters(load_model(base_model, load_on, trainable=False), config.lora, base_model,
-                                 checkpointing)
+    if config.lora.enabled:  # the run's base, frozen, and the adapters: new ones, or the checkpoint's
+        base = load_model(base_model, load_on, trainable=False)
+        model = (add_adapters(base, config.lora, base_model, checkpointing) if checkpoint is None
+                 else load_adapters(base, str(checkpoint), checkpointing))
         ref_model = None
     else:
         model = load_model(str(checkpoint or base_model), load_on, checkpointing)
