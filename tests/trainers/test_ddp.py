@@ -284,7 +284,7 @@ def test_torchrun_trains_lora_adapters_like_one_process(tmp_path):
     import grpo
     from safetensors.torch import load_file, save_file
 
-    lora = {"lora.r": 4}
+    lora = {"lora.r": 4, "model": "tiny"}  # the adapters go on the run's own base
     base = tmp_path / "base"
     grpo.main(small_config(base, num_steps=1, num_epochs=1, num_minibatches=1, max_new_tokens=8, temperature=0.0,
                            save_every=1, tensorboard=False, lora={"r": 4}))

@@ -177,3 +177,12 @@ def test_a_lora_run_resumes_on_its_own_base_wherever_the_checkpoint_says_the_bas
     grpo.main(small_config(tmp_path, num_steps=2, resume="auto", **kw))  # the run's --model is the base
     assert [r["step"] for r in rows(tmp_path / "run")] == [1, 2]
     assert is_adapter_dir(tmp_path / "run" / "checkpoints" / "step_2")
+
+
+def test_resuming_lora_adapters_on_another_base_says_which_model_they_need(tmp_path):
+    from agentgym.train.base.errors import ConfigError
+
+    kw = dict(num_groups=2, group_size=2, max_new_tokens=8, lora={"r": 4}, save_every=1)
+    grpo.main(small_config(tmp_path, num_steps=1, **kw))
+    with pytest.raises(ConfigError, match="its LoRA adapters were trained on .*resume with --model"):
+        grpo.main(small_config(tmp_path, num_steps=2, resume="auto", model="tiny-small", **kw))

@@ -25,7 +25,7 @@ import gymnasium as gym
 import numpy as np
 
 import agentgym.envs  # noqa: F401  registers the envs
-from agentgym.agents.lora import adapters_off
+from agentgym.agents.lora import adapters_off, recorded_base
 from agentgym.agents.tiny import resolve_model_path
 from agentgym.locks import lock_dir
 from agentgym.rewards.prs import PRSSchedule
@@ -273,6 +273,8 @@ def _models(config: TrainConfig, dist: Dist, base_model: str, checkpoint):
     load_on = "cpu" if config.model.fsdp else dist.device
     checkpointing = config.model.gradient_checkpointing and on_gpu
     if config.lora.enabled:  # the run's base, frozen, and the adapters: new ones, or the checkpoint's
+        if checkpoint is not None:
+            _check_adapter_base(checkpoint, base_model)
         base = load_model(base_model, load_on, trainable=False)
         model = (add_adapters(base, config.lora, base_model, checkpointing) if checkpoint is None
                  else load_adapters(base, str(checkpoint), checkpointing))
@@ -284,6 +286,15 @@ def _models(config: TrainConfig, dist: Dist, base_model: str, checkpoint):
         model = fsdp.shard(model, dist.device, dist.world_size)
         ref_model = fsdp.shard(ref_model, dist.device, dist.world_size) if ref_model is not None else None
     return tokenizer, model, ref_model
+
+
+def _check_adapter_base(checkpoint, base_model: str) -> None:
+    """A LoRA checkpoint resumes on the run's own base (``--model``); when the base it recorded is
+    here and is another model, that is a mistake: say which ``--model`` it needs."""
+    recorded = recorded_base(checkpoint)
+    if os.path.isdir(recorded) and os.path.realpath(recorded) != os.path.realpath(base_model):
+        raise ConfigError(f"--resume {checkpoint}: its LoRA adapters were trained on {recorded}, and this run's "
+                          f"--model is {base_model}; resume with --model {recorded}")
 
 
 def _optimizer(config: TrainConfig, ext: Extensions, view: RunView, model, name: str):
