@@ -25,7 +25,7 @@ import gymnasium as gym
 import numpy as np
 
 import agentgym.envs  # noqa: F401  registers the envs
-from agentgym.agents.lora import adapters_off, recorded_base
+from agentgym.agents.lora import adapter_base, adapters_off, is_adapter_dir, recorded_base
 from agentgym.agents.tiny import resolve_model_path
 from agentgym.locks import lock_dir
 from agentgym.rewards.prs import PRSSchedule
@@ -33,6 +33,7 @@ from agentgym.train.base.checkpoint_record import CheckpointRecord
 from agentgym.train.base.device import resolve_device, seed_everything
 from agentgym.train.base.errors import ConfigError
 from agentgym.train.base.flags import to_dict
+from agentgym.train.base.memory import estimate, shape_of
 from agentgym.train.base.metrics import MetricsLogger
 from agentgym.train.base.models import add_adapters, load_adapters, load_model, load_tokenizer, trainable_parameters
 from agentgym.train.base.records import read_record
@@ -199,7 +200,7 @@ def set_up(config: TrainConfig, extensions: Sequence[TrainerExtension] | Trainer
         if config.model.model in TINY_MODELS and config.cold_start.resolved(env_cfg.env_id).num_steps > 0:
             base_model = cold_start(config, ext)
     if dist.is_main:
-        print(memory_estimate(config, base_model, dist.world_size, on_gpu).line(), flush=True)
+        print(_memory_line(config, base_model, dist.world_size, on_gpu), flush=True)
     checkpoint, record = None, None
     if run.resume:
         checkpoint, record = resume_point(run.output_dir if run.resume == "auto" else run.resume,
@@ -237,9 +238,6 @@ def memory_estimate(config: TrainConfig, model_dir: str, world_size: int = 1, on
     (``--max-prompt-tokens`` + ``--max-new-tokens``): a :class:`~agentgym.train.base.memory.Estimate`."""
     from transformers import AutoConfig
 
-    from agentgym.agents.lora import adapter_base, is_adapter_dir
-    from agentgym.train.base.memory import estimate, shape_of
-
     if on_gpu is None:
         on_gpu = resolve_device(config.model.device).startswith("cuda")
     r = config.rollout
@@ -251,6 +249,15 @@ def memory_estimate(config: TrainConfig, model_dir: str, world_size: int = 1, on
                     bf16=config.model.bf16 and on_gpu, gpu=on_gpu, shards=world_size if config.model.fsdp else 1)
 
 
+def _memory_line(config: TrainConfig, model_dir: str, world_size: int, on_gpu: bool | None = None) -> str:
+    """The estimate's line, or why there is none: an architecture the count cannot build on the meta
+    device costs the line, never the run."""
+    try:
+        return memory_estimate(config, model_dir, world_size, on_gpu).line()
+    except Exception as e:  # noqa: BLE001  any model code may fail here; the run itself loads it below
+        return f"memory: no estimate for {model_dir} ({type(e).__name__}: {str(e).splitlines()[0][:160]})"
+
+
 def dry_run(config: TrainConfig) -> None:
     """``--dry-run``: check the settings and print the env and the memory estimate; nothing is
     trained and no model is loaded (a built-in tiny model is built, without its cold start)."""
@@ -258,8 +265,7 @@ def dry_run(config: TrainConfig) -> None:
     env_kwargs = config.env.kwargs(config.model.model)
     print(f"env: {config.env.describe(config.model.model)}", flush=True)
     model_dir = resolve_model_path(config.model.model, (config.env.env_id,), env_kwargs)
-    world = launched_world_size()
-    print(memory_estimate(config, model_dir, world).line(), flush=True)
+    print(_memory_line(config, model_dir, launched_world_size()), flush=True)
     print("dry run: the settings check out; nothing was trained", flush=True)
 
 
