@@ -3,10 +3,10 @@
 
 An adapter directory names its base model (``base_model_name_or_path``, an absolute path when
 agentgym wrote it). :func:`load_causal_lm` loads either kind: a plain checkpoint as it is, an
-adapter onto its base, merged for inference (one set of weights, the speed of the base model) or
-kept apart and trainable (a resumed run). :func:`merge_adapter_dir` writes the merged model as an
-ordinary directory (``agentgym merge-lora``), and :func:`base_weights` gives the merged weights
-under the base model's own names, which is what a vLLM engine loads.
+adapter onto its base, merged (one set of weights, the speed of the base model).
+:func:`merge_adapter_dir` writes the merged model as an ordinary directory (``agentgym
+merge-lora``), and :func:`base_weights` gives the merged weights under the base model's own names,
+which is what a vLLM engine loads.
 
 PEFT is imported only when an adapter is met or made (``pip install "agentgym[lora]"``).
 """
@@ -79,10 +79,10 @@ def tokenizer_source(path: str | os.PathLike) -> str:
     return str(path) if own or not is_adapter_dir(path) else adapter_base(path)
 
 
-def load_causal_lm(path: str | os.PathLike, device: str = "cpu", dtype=None, trainable: bool = False):
-    """A causal LM from ``path``: a whole checkpoint, or an adapter directory loaded onto its base.
-    An adapter is merged into the base (a plain model) unless ``trainable``, which keeps it a
-    ``PeftModel`` whose adapter weights train and the base's do not."""
+def load_causal_lm(path: str | os.PathLike, device: str = "cpu", dtype=None):
+    """A causal LM from ``path``: a whole checkpoint, or an adapter directory loaded onto its base and
+    merged into it (a plain model). A LoRA run resuming puts its adapters on its own base instead
+    (``agentgym.train.base.models.load_adapters``)."""
     import torch
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
@@ -93,8 +93,7 @@ def load_causal_lm(path: str | os.PathLike, device: str = "cpu", dtype=None, tra
         return AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype).to(device)
     peft = import_peft()
     base = AutoModelForCausalLM.from_pretrained(adapter_base(path), dtype=dtype)
-    model = peft.PeftModel.from_pretrained(base, str(path), is_trainable=trainable).to(device)
-    return model if trainable else model.merge_and_unload()
+    return peft.PeftModel.from_pretrained(base, str(path)).to(device).merge_and_unload()
 
 
 def is_peft(model) -> bool:
