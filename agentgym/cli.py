@@ -213,11 +213,11 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--seed", type=int, default=0, help="reset seed: the same seed gives the same task")
         p.add_argument("--kwarg", action="append", default=[], metavar="KEY=VALUE",
                        help="env keyword argument, repeatable; VALUE is read as JSON when it parses")
-        p.add_argument("--observation", choices=["raw", "history+admissible"], default=None,
-                       help="embodied envs: the engine's text (raw, the env's default) or the task, the last "
-                            "--history steps and the admissible actions around it")
+        p.add_argument("--observation", choices=["raw", "history", "history+admissible"], default=None,
+                       help="embodied envs: the engine's text (raw, the env's default) or the task and the last "
+                            "--history steps around it (history), and the admissible actions (history+admissible)")
         p.add_argument("--history", type=int, default=None, metavar="K",
-                       help="with --observation history+admissible: past steps shown (env default 2)")
+                       help="with --observation history or history+admissible: past steps shown (env default 2)")
         p.add_argument("--action-format", choices=["text", "choice"], default=None,
                        help="embodied envs: choice numbers the admissible actions; reply with a number or the text")
         p.set_defaults(func=func)

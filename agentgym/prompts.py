@@ -115,10 +115,10 @@ def episode_to_messages(
 
 def observations_carry_history(info: Mapping[str, Any]) -> bool:
     """Whether an env's observations state the task and the recent history themselves, read from
-    its reset ``info`` (``observation="history+admissible"``): prompts then show only the latest
+    its reset ``info`` (``observation="history"`` or ``"history+admissible"``): prompts then show only the latest
     observation (:func:`episode_to_messages`'s ``history_in_observation``).
 
     >>> observations_carry_history({"observation_mode": "history+admissible"}), observations_carry_history({})
     (True, False)
     """
-    return info.get("observation_mode") == "history+admissible"
+    return info.get("observation_mode") in ("history", "history+admissible")

@@ -75,6 +75,11 @@ class Completion:
     """Per sampled token, the ids the policy could sample there (sorted), when ``generate`` was
     given the replies this prompt may produce (``allowed``); None for a free completion. The
     ``logprobs`` are then under that mask, and a trainer masks its logits alike."""
+    candidate_ids: list[list[int]] | None = None
+    """The token ids of every reply the completion was chosen among, when ``generate`` was given
+    replies to score (``scored``: :mod:`agentgym.agents.scoring`); this completion's ``token_ids``
+    are one of them and its ``logprobs`` sum to its log-probability under the softmax over the
+    candidates' scores. None otherwise."""
 
 
 class Policy:
@@ -83,13 +88,18 @@ class Policy:
     sampling: SamplingConfig
 
     def generate(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None,
-                 allowed: Sequence[Sequence[str] | None] | None = None) -> list[Completion]:
+                 allowed: Sequence[Sequence[str] | None] | None = None,
+                 scored: Sequence[Sequence[str] | None] | None = None) -> list[Completion]:
         """Sample one completion per prompt.
 
         ``allowed[i]`` (when given) is None or the replies prompt ``i`` may produce (an env's
         ``info["allowed_replies"]``): the completion is then one of them, each as the model writes
-        it (its tokens, then the end-of-turn token). A policy that cannot constrain its sampling
-        refuses a non-None entry (:func:`refuse_allowed`)."""
+        it (its tokens, then the end-of-turn token), sampled token by token within them.
+        ``scored[i]`` (an env's ``info["scored_replies"]``): the completion is one of them too,
+        chosen whole by the softmax over each reply's summed token log-probabilities
+        (:mod:`agentgym.agents.scoring`). A policy that can do neither refuses a non-None entry
+        (:func:`refuse_allowed`). Callers pass ``allowed`` and ``scored`` only when one is given, so
+        a policy that takes neither keyword still serves every other env."""
         raise NotImplementedError
 
     def act(self, messages: ChatHistory) -> str:
@@ -97,10 +107,21 @@ class Policy:
         return self.generate([messages])[0].text
 
     def __call__(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None,
-                 allowed: Sequence[Sequence[str] | None] | None = None) -> list[Completion]:
-        if allowed is None:
-            return self.generate(prompts, sampling)
-        return self.generate(prompts, sampling, allowed=allowed)
+                 allowed: Sequence[Sequence[str] | None] | None = None,
+                 scored: Sequence[Sequence[str] | None] | None = None) -> list[Completion]:
+        return self.generate(prompts, sampling, **reply_lists(allowed, scored))
+
+
+def reply_lists(allowed: Sequence[Sequence[str] | None] | None = None,
+                scored: Sequence[Sequence[str] | None] | None = None) -> dict:
+    """The keywords of :meth:`Policy.generate` that constrain something: ``allowed`` and ``scored``
+    when any of their entries is a list.
+
+    >>> reply_lists([None, ["1", "2"]], [None, None])
+    {'allowed': [None, ['1', '2']]}
+    """
+    return {name: value for name, value in (("allowed", allowed), ("scored", scored))
+            if value is not None and any(v is not None for v in value)}
 
 
 def check_allowed(prompts: Sequence[Prompt], allowed: Sequence[Sequence[str] | None] | None
@@ -122,12 +143,17 @@ def check_allowed(prompts: Sequence[Prompt], allowed: Sequence[Sequence[str] | N
     return allowed if any(a is not None for a in allowed) else None
 
 
-def refuse_allowed(policy: Policy, allowed: Sequence[Sequence[str] | None] | None) -> None:
-    """A ValueError when ``allowed`` constrains a reply that ``policy`` cannot constrain."""
+def refuse_allowed(policy: Policy, allowed: Sequence[Sequence[str] | None] | None,
+                   scored: Sequence[Sequence[str] | None] | None = None) -> None:
+    """A ValueError when ``allowed`` or ``scored`` constrains a reply that ``policy`` cannot constrain."""
     if allowed is not None and any(a is not None for a in allowed):
         raise ValueError(f"{type(policy).__name__} cannot constrain its replies to a list (allowed=, an env's "
                          "constrained_choice=True); sample with HFPolicy (a trainer's --generator hf) or make "
                          "the env without constrained_choice")
+    if scored is not None and any(a is not None for a in scored):
+        raise ValueError(f"{type(policy).__name__} cannot score a list of replies (scored=, an env's "
+                         "scored_actions=True); score with HFPolicy (a trainer's --generator hf) or make "
+                         "the env without scored_actions")
 
 
 def is_token_prompt(prompt: Prompt) -> bool:

@@ -150,20 +150,60 @@ class HFPolicy(Policy):
         return int(eos) if eos is not None and int(eos) in self.stop_token_ids else self.stop_token_ids[0]
 
     def generate(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None,
-                 allowed: Sequence[Sequence[str] | None] | None = None) -> list[Completion]:
+                 allowed: Sequence[Sequence[str] | None] | None = None,
+                 scored: Sequence[Sequence[str] | None] | None = None) -> list[Completion]:
         """Sample one completion per prompt; with ``allowed``, prompt ``i`` samples only one of
         ``allowed[i]`` (greedy too): a logits processor masks every id its :class:`ReplyTrie` does
-        not allow next, and the recorded logprobs are the log-softmax of the masked logits."""
+        not allow next, and the recorded logprobs are the log-softmax of the masked logits. With
+        ``scored``, prompt ``i`` picks one of ``scored[i]`` whole (:meth:`score_replies`)."""
         sampling = sampling or self.sampling
         ids = [self.prompt_ids(p) for p in prompts]
         allowed = check_allowed(prompts, allowed)
-        tries = None if allowed is None else reply_tries(self.tokenizer, allowed, self.reply_stop_token_id)
-        step = self.batch_size or max(len(ids), 1)
-        out: list[Completion] = []
-        for start in range(0, len(ids), step):
-            out += self._generate_batch(ids[start:start + step], sampling,
-                                        None if tries is None else tries[start:start + step])
-        return out
+        scored = check_allowed(prompts, scored)
+        if allowed is not None and scored is not None and any(
+                a is not None and s is not None for a, s in zip(allowed, scored)):
+            raise ValueError("a prompt has both allowed and scored replies: give one or the other")
+        free = [i for i in range(len(ids)) if scored is None or scored[i] is None]
+        tries = None if allowed is None else reply_tries(self.tokenizer, [allowed[i] for i in free],
+                                                          self.reply_stop_token_id)
+        step = self.batch_size or max(len(free), 1)
+        out: list[Completion | None] = [None] * len(ids)
+        for start in range(0, len(free), step):
+            rows = free[start:start + step]
+            for i, c in zip(rows, self._generate_batch([ids[i] for i in rows], sampling,
+                                                       None if tries is None else tries[start:start + step])):
+                out[i] = c
+        for i in range(len(ids)):
+            if out[i] is None:
+                out[i] = self.score_replies(ids[i], scored[i], sampling)
+        return out  # type: ignore[return-value]
+
+    def score_replies(self, prompt_ids: list[int], replies: Sequence[str],
+                      sampling: SamplingConfig | None = None) -> Completion:
+        """One of ``replies``, each as the model writes it (its tokens, then the end-of-turn token),
+        chosen by the softmax over their summed token log-probabilities after the prompt (the
+        temperature applied to every token's logits; temperature 0: the best-scoring reply); its
+        logprobs sum to that choice's log-probability (:mod:`agentgym.agents.scoring`)."""
+        import torch
+
+        from agentgym.agents.scoring import candidate_logprobs, choose, scored_token_logprobs
+
+        sampling = sampling or self.sampling
+        stop = self.reply_stop_token_id
+        candidates = [list(self.tokenizer(r, add_special_tokens=False)["input_ids"]) + [stop] for r in replies]
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                lp, lengths = candidate_logprobs(self.model, prompt_ids, candidates, sampling.temperature)
+        finally:
+            self.model.train(was_training)
+        lp = lp.float().cpu()
+        scores = lp.sum(dim=1)
+        pick = choose(scores, greedy=sampling.temperature == 0)
+        logprobs = scored_token_logprobs(lp[pick, :int(lengths[pick])].tolist(), float(torch.logsumexp(scores, 0)))
+        return Completion(text=str(replies[pick]), token_ids=candidates[pick], logprobs=logprobs,
+                          prompt_ids=list(prompt_ids), finish_reason="stop", candidate_ids=candidates)
 
     def _generate_batch(self, batch: list[list[int]], sampling: SamplingConfig,
                         tries: list[ReplyTrie | None] | None = None) -> list[Completion]:

@@ -125,8 +125,9 @@ class OpenAIPolicy(Policy):
         self._warned = False
 
     def generate(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None,
-                 allowed: Sequence[Sequence[str] | None] | None = None) -> list[Completion]:
-        refuse_allowed(self, allowed)
+                 allowed: Sequence[Sequence[str] | None] | None = None,
+                 scored: Sequence[Sequence[str] | None] | None = None) -> list[Completion]:
+        refuse_allowed(self, allowed, scored)
         sampling = sampling or self.sampling
         if len(prompts) <= 1 or self.concurrency == 1:
             return [self._complete(p, sampling) for p in prompts]

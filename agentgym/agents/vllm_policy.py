@@ -65,8 +65,9 @@ class VLLMPolicy(Policy):
             skip_special_tokens=True)
 
     def generate(self, prompts: Sequence[Prompt], sampling: SamplingConfig | None = None,
-                 allowed: Sequence[Sequence[str] | None] | None = None) -> list[Completion]:
-        refuse_allowed(self, allowed)
+                 allowed: Sequence[Sequence[str] | None] | None = None,
+                 scored: Sequence[Sequence[str] | None] | None = None) -> list[Completion]:
+        refuse_allowed(self, allowed, scored)
         sampling = sampling or self.sampling
         ids = [[int(t) for t in p] if is_token_prompt(p) else render_prompt_ids(self.tokenizer, p) for p in prompts]
         requests = [{"prompt_token_ids": p} for p in ids]  # vLLM's TokensPrompt is a TypedDict of this shape

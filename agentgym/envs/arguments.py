@@ -91,6 +91,25 @@ def constrained_choice(value: Any, action_format: str) -> bool:
     return value
 
 
+def scored_actions(value: Any, constrained: bool) -> bool:
+    """``scored_actions``: a bool, never with ``constrained_choice=True`` (a turn's replies are
+    either sampled token by token within a list or scored whole), else a ValueError.
+
+    >>> scored_actions(True, False)
+    True
+    >>> scored_actions(True, True)
+    Traceback (most recent call last):
+    ...
+    ValueError: scored_actions=True and constrained_choice=True exclude each other: a policy either samples a listed number token by token or scores each listed action whole
+    """
+    if not isinstance(value, bool):
+        raise ValueError(f"scored_actions must be True or False, got {value!r}")
+    if value and constrained:
+        raise ValueError("scored_actions=True and constrained_choice=True exclude each other: a policy either "
+                         "samples a listed number token by token or scores each listed action whole")
+    return value
+
+
 def accepted_keywords(env_cls: type) -> list[str]:
     """Every keyword argument ``env_cls(...)`` takes, its base classes' included."""
     names: list[str] = []

@@ -27,7 +27,7 @@ from typing import Any
 import gymnasium as gym
 
 from agentgym.envs import arguments
-from agentgym.envs.observations import CHOICE_NOTE, HISTORY_NOTE, PLAYED_MARK, history_entry
+from agentgym.envs.observations import CHOICE_NOTE, HISTORY_NOTE, HISTORY_ONLY_NOTE, PLAYED_MARK, history_entry
 from agentgym.envs.parsing import ParsedAction, choice_replies, resolve_choice, sanitize
 from agentgym.envs.parts import ChoiceSettings, RewardSettings, TextLimits, keywords, take
 from agentgym.envs.task_refs import TaskRef
@@ -77,7 +77,7 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
         rewards (``reward_mode``, ``prs_weights``, ``tau_fmt``, ``prs_stage``), its limits
         (``max_action_chars``, ``max_observation_chars``) and, where the engine lists admissible
         actions, how they are shown (``observation``, ``history``, ``action_format``,
-        ``mark_played``, ``constrained_choice``); ``expert`` puts the expert's action in ``info``,
+        ``mark_played``, ``constrained_choice``, ``scored_actions``); ``expert`` puts the expert's action in ``info``,
         ``system_prompt`` replaces the env's own, ``tasks`` is a task set folder."""
         parts = dict(parts)
         rewards, limits = take(RewardSettings, parts), take(TextLimits, parts, max_turns=max_turns)
@@ -100,6 +100,7 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
         self.observation_space, self.action_space = limits.spaces()
         self.observation_mode, self.history, self.action_format = choices.observation, choices.history, choices.action_format
         self.mark_played, self.constrained_choice = choices.mark_played, choices.constrained_choice
+        self.scored_actions = choices.scored_actions
         self._view = choices.view()
         self._choices: list[str] | None = None
         """The admissible actions the latest observation shows: what a choice number counts in."""
@@ -135,7 +136,7 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
         else :attr:`default_system_prompt`, with a line on the observation and choice options in use."""
         if self._system_prompt is not None:
             return self._system_prompt
-        notes = [HISTORY_NOTE] if self.observation_mode != "raw" else []
+        notes = {"raw": [], "history": [HISTORY_ONLY_NOTE]}.get(self.observation_mode, [HISTORY_NOTE])
         notes += [CHOICE_NOTE] if self._view.choice else []
         return "\n".join([self.default_system_prompt, *notes])
 
@@ -329,6 +330,8 @@ class AgentEnv(gym.Env[str, str], metaclass=TakesTaskSet):
             info["admissible_actions"] = admissible
         if self.constrained_choice:
             info["allowed_replies"] = choice_replies(admissible)
+        if self.scored_actions:
+            info["scored_replies"] = list(admissible) if admissible else None
         if self.expert:
             info["expert_action"] = self._expert_action()
         return admissible

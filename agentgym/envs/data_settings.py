@@ -37,7 +37,7 @@ TASK_SHAPING = frozenset({
     # every env (agentgym.envs.base.AgentEnv)
     "max_turns", "reward_mode", "prs_weights", "tau_fmt", "prs_stage", "expert", "render_mode",
     "max_action_chars", "max_observation_chars", "system_prompt", "observation", "history",
-    "action_format", "mark_played", "constrained_choice",
+    "action_format", "mark_played", "constrained_choice", "scored_actions",
     # which tasks: every family's split and task selectors
     "split", "answer_form", "question_kinds", "top_k", "task_types", "task", "simplifications",
     "l0_every",

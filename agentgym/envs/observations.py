@@ -4,7 +4,9 @@ actions numbered for a reply by number (``action_format="choice"``).
 
 With ``observation="history+admissible"`` every observation stands on its own, as the prompt of
 verl-agent's ALFWorld setting does: a policy prompted with only the latest observation still sees
-the task, what it did last and what it may do now. Nothing here changes the game: the env steps the
+the task, what it did last and what it may do now. ``observation="history"`` is the same without
+the list, for a policy that is handed the actions apart (``scored_actions=True`` scores each one
+whole, so a list of hundreds need not be read in every prompt). Nothing here changes the game: the env steps the
 same engine and scores the same PRS terms; only the text around the engine's answer differs.
 
 >>> view = ObservationView("history+admissible", history=1, choice=True)
@@ -31,7 +33,9 @@ from collections.abc import Sequence
 
 from agentgym.envs.parsing import lists_numbers, preview
 
-OBSERVATION_MODES = ("raw", "history+admissible")
+OBSERVATION_MODES = ("raw", "history", "history+admissible")
+HISTORY_MODES = ("history", "history+admissible")
+"""The modes whose observations state the task and the last steps themselves."""
 ACTION_FORMATS = ("text", "choice")
 DEFAULT_HISTORY = 2
 """Past steps an observation shows by default: the step that led here and the one before it,
@@ -43,6 +47,8 @@ CHOICE_NOTE = ("The observation numbers the admissible actions: you may reply wi
                "(e.g. <action>3</action>) or with its text.")
 HISTORY_NOTE = ("Each observation restates the task, shows your last steps (the observation you acted "
                 "on, then > your action) and lists the admissible actions.")
+HISTORY_ONLY_NOTE = ("Each observation restates the task and shows your last steps (the observation you "
+                     "acted on, then > your action).")
 
 
 PLAYED_MARK = " (done)"
@@ -150,7 +156,7 @@ class ObservationView:
             parts.append("\n".join(lines))
         parts.append(f"Now (step {turn + 1} of {max_turns}):\n{observation}" if not done
                      else f"Now (the episode is over after {turn} steps):\n{observation}")
-        if not done:
+        if not done and self.mode == "history+admissible":
             parts.append(admissible_block(admissible, self.choice, played))
         return "\n\n".join(parts)
 

@@ -88,18 +88,24 @@ class ChoiceSettings:
     mark_played: bool = False
     """mark the listed actions the episode already played"""
     constrained_choice: bool = False
-    """list the replies a policy may give (``info["allowed_replies"]``); needs ``action_format="choice"``"""
+    """list the replies a policy may give (``info["allowed_replies"]``), which it samples token by
+    token within; needs ``action_format="choice"``"""
+    scored_actions: bool = False
+    """list each admissible action in its own words as a reply to score (``info["scored_replies"]``):
+    the policy picks one whole, by the softmax over their log-probabilities (agentgym.agents.scoring)"""
 
     def __post_init__(self) -> None:
         check_options(self.observation, self.history, self.action_format, self.mark_played)
         arguments.constrained_choice(self.constrained_choice, self.action_format)
+        arguments.scored_actions(self.scored_actions, self.constrained_choice)
         object.__setattr__(self, "history", int(self.history))
 
     @property
     def asked(self) -> list[str]:
         """The settings that show admissible actions, as ``name=value``, where they differ from the default."""
         return [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
-                if f.name in ("observation", "action_format", "mark_played") and getattr(self, f.name) != f.default]
+                if f.name in ("observation", "action_format", "mark_played", "scored_actions")
+                and getattr(self, f.name) != f.default]
 
     def view(self) -> ObservationView:
         return ObservationView(self.observation, self.history, self.action_format == "choice", self.mark_played)

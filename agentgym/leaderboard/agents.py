@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from agentgym.agents.base import reply_lists
 from agentgym.prompts import MAX_ACTION_CHARS, episode_to_messages
 
 # Env kwargs a checkpoint's record does not carry onto a board: they choose what is played, for how
@@ -181,11 +182,11 @@ class PolicyAgent(Agent):
 
     def act(self, episodes):
         prompts = [ep.messages(self.window) for ep in episodes]
-        # an env made with constrained_choice=True lists the replies that name an action: keep to them
-        allowed = [ep.info.get("allowed_replies") for ep in episodes]
-        if any(a is not None for a in allowed):
-            return self.policy.generate(prompts, self.sampling, allowed=allowed)
-        return self.policy.generate(prompts, self.sampling)
+        # an env made with constrained_choice=True lists the replies that name an action: keep to
+        # them; one made with scored_actions=True lists the actions to score: choose among them
+        lists = reply_lists([ep.info.get("allowed_replies") for ep in episodes],
+                            [ep.info.get("scored_replies") for ep in episodes])
+        return self.policy.generate(prompts, self.sampling, **lists)
 
     def trained_env_kwargs(self, env_id: str) -> dict[str, Any]:
         if self.checkpoint is None:

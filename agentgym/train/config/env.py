@@ -26,9 +26,9 @@ def default_env_kwargs(env_id: str, model: str | None = "tiny-wide", preset: str
 def check_history_layout(env: EnvConfig, model: str, layout: str) -> None:
     """Observations that carry their own history want one prompt per turn (docs/trainers.md)."""
     preset, kwargs = env.resolve(model)
-    if layout != "concat" or kwargs.get("observation") != "history+admissible":
+    if layout != "concat" or kwargs.get("observation") not in ("history", "history+admissible"):
         return
-    what = "observation='history+admissible'"
+    what = f"observation={kwargs['observation']!r}"
     if "observation" in env.overrides():
         where, other = f"--env-kwargs {what} puts", ""
     elif preset == "recorded":

@@ -75,12 +75,15 @@ class TrainConfig(ConfigTree):
             raise ConfigError("--async-steps does not run with --fsdp yet (the rollout thread would need the "
                               "sharded weights gathered); use --async-steps 0")
         try:
-            constrained = self.env.resolve(self.model.model)[1].get("constrained_choice")
+            kwargs = self.env.resolve(self.model.model)[1]
         except ValueError:
-            constrained = False  # a model directory's record that cannot be read: check_env says so below
-        if constrained and self.rollout.generator != "hf":
+            kwargs = {}  # a model directory's record that cannot be read: check_env says so below
+        if kwargs.get("constrained_choice") and self.rollout.generator != "hf":
             raise ConfigError(f"constrained_choice=True needs --generator hf: the {self.rollout.generator} generator "
                               "cannot keep its samples to the env's allowed replies yet")
+        if kwargs.get("scored_actions") and self.rollout.generator != "hf":
+            raise ConfigError(f"scored_actions=True needs --generator hf: the {self.rollout.generator} generator "
+                              "cannot score the env's listed actions yet")
         self.env.check_env(self.model.model, self.eval.eval_splits if self.eval.eval_episodes > 0 else (),
                            {"--cold-start.expert-split": self.cold_start.expert_split})
         check_history_layout(self.env, self.model.model, self.rollout.layout)

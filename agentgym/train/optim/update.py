@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from agentgym.agents.scoring import candidate_scores
 from agentgym.train.base.device import autocast_context
 from agentgym.train.base.world import Dist
 from agentgym.train.hooks import MicroBatch, TrainerExtension
 from agentgym.train.optim.distributed import all_reduce_grads
 from agentgym.train.optim.fsdp import gathered, is_sharded
 from agentgym.train.optim.loss import policy_loss
-from agentgym.train.rollout.samples import Sample
+from agentgym.train.rollout.samples import Sample, ScoredReply
 
 if TYPE_CHECKING:
     from agentgym.train.config.optim import LossConfig
@@ -59,8 +60,14 @@ def pad_batch(samples: Sequence[Sample], pad_id: int, device) -> dict[str, torch
     allowed = allowed_masks(samples, width, device)
     if allowed is not None:
         out["allowed"] = allowed
+    scored = [(row, reply) for row, s in enumerate(samples) for reply in s.scored or ()]
+    if scored:
+        out["scored"] = scored
     return out
 
+
+ScoredRows = list[tuple[int, ScoredReply]]
+"""A batch's replies chosen whole among candidates: ``(row, reply)`` for each (``pad_batch(...)["scored"]``)."""
 
 AllowedIds = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 """A batch's constrained positions: ``where`` (``[batch, length - 1]`` bool, aligned with the
@@ -99,8 +106,8 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
 
 
 def logprobs_and_hidden(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, temperature: float = 1.0,
-                        hidden: bool = False, keep: torch.Tensor | None = None, allowed: AllowedIds | None = None
-                        ) -> tuple[torch.Tensor, torch.Tensor | None]:
+                        hidden: bool = False, keep: torch.Tensor | None = None, allowed: AllowedIds | None = None,
+                        scored: ScoredRows | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """:func:`token_logprobs`, and with ``hidden`` the model's last hidden state (``[batch, length,
     hidden]``, after its final norm) from the same forward pass (None without).
 
@@ -113,16 +120,39 @@ def logprobs_and_hidden(model, input_ids: torch.Tensor, attention_mask: torch.Te
     ``allowed`` (:data:`AllowedIds`, a batch's ``pad_batch(...)["allowed"]``): at the positions it
     marks the log-softmax is taken over the ids the sampler could choose only (a constrained
     reply's mask), as the sampler took it. Those positions must be among ``keep``'s.
+
+    ``scored`` (:data:`ScoredRows`, a batch's ``pad_batch(...)["scored"]``): each reply chosen whole
+    among candidates has its last token's log-probability less the log-sum-exp of the candidates'
+    scores after its prompt, so its tokens' sum is its log-probability under the candidates'
+    softmax (:mod:`agentgym.agents.scoring`); the candidates are scored with gradients, from the
+    prompt's cache.
     """
     if keep is not None and not hidden:
         keep = keep.bool()
         picked = _picked_logprobs(_next_token_logits(model, input_ids, attention_mask)(keep),
                                   input_ids[:, 1:][keep], temperature,
                                   None if allowed is None else _kept(allowed, keep))
-        return torch.zeros(keep.shape, dtype=torch.float32, device=picked.device).masked_scatter(keep, picked), None
+        lp = torch.zeros(keep.shape, dtype=torch.float32, device=picked.device).masked_scatter(keep, picked)
+        return _less_normalizers(model, lp, input_ids, scored, temperature), None
     extra = {"output_hidden_states": True} if hidden else {}
     out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False, **extra)
-    return _logprobs(out.logits, input_ids, temperature, allowed), (out.hidden_states[-1] if hidden else None)
+    lp = _logprobs(out.logits, input_ids, temperature, allowed)
+    return _less_normalizers(model, lp, input_ids, scored, temperature), (out.hidden_states[-1] if hidden else None)
+
+
+def _less_normalizers(model, lp: torch.Tensor, input_ids: torch.Tensor, scored: ScoredRows | None,
+                      temperature: float) -> torch.Tensor:
+    """``lp`` with each scored reply's last token less its candidates' log-sum-exp."""
+    if not scored:
+        return lp
+    rows, positions, normalizers = [], [], []
+    for row, reply in scored:
+        prefix = input_ids[row, :reply.start].tolist()
+        normalizers.append(torch.logsumexp(candidate_scores(model, prefix, reply.candidates, temperature), dim=0))
+        rows.append(row)
+        positions.append(reply.start + reply.length - 2)  # position t predicts token t + 1
+    index = (torch.tensor(rows, device=lp.device), torch.tensor(positions, device=lp.device))
+    return lp - torch.zeros_like(lp).index_put(index, torch.stack(normalizers).to(lp.dtype), accumulate=True)
 
 
 def last_hidden_state(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -282,7 +312,8 @@ def sample_logprobs(model, samples: Sequence[Sample], pad_id: int, micro_batch_s
                 batch = pad_batch([samples[i] for i in idx], pad_id, device)
                 with autocast_context(device, bf16):
                     lp = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], temperature,
-                                             keep=batch["loss_mask"], allowed=batch.get("allowed"))[0]
+                                             keep=batch["loss_mask"], allowed=batch.get("allowed"),
+                                             scored=batch.get("scored"))[0]
                 for row, i in enumerate(idx):
                     out[i] = lp[row, : len(samples[i].input_ids) - 1].detach()
     finally:
@@ -450,7 +481,8 @@ def _micro_batch_backward(model, plan: UpdatePlan, idx: list[int], sums: dict[st
     with autocast_context(plan.device, plan.bf16):
         lp, hidden = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], plan.temperature,
                                          hidden=any(term.needs_hidden_states for term, _ in terms),
-                                         keep=None if terms else keep, allowed=batch.get("allowed"))
+                                         keep=None if terms else keep, allowed=batch.get("allowed"),
+                                         scored=batch.get("scored"))
     loss, stats = _micro_batch_policy_loss(plan, kind, idx, batch, lp, keep)
     total = plan.weights[kind] * loss
     for term, count in terms:

@@ -93,5 +93,5 @@ def check_layout(layout: str, history_in_observation: bool) -> None:
     """Refuse ``concat`` for observations that carry their own history, with the fix in the message."""
     if layout == "concat" and history_in_observation:
         raise ValueError("the env's observations carry the task and the last steps (observation="
-                         "'history+admissible'), which the concat layout would repeat in every turn; "
+                         "'history' or 'history+admissible'), which the concat layout would repeat in every turn; "
                          "use layout='window' (each prompt is the system prompt and the latest observation)")

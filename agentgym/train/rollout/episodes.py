@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentgym.agents.base import Completion, Policy, SamplingConfig
+from agentgym.agents.base import Completion, Policy, SamplingConfig, reply_lists
 from agentgym.prompts import cut_action, episode_to_messages, observations_carry_history
 from agentgym.train.rollout.chat import ChatEncoder, check_layout, window_prompt_ids
 from agentgym.train.rollout.envs import EnvBatch, StepResult
@@ -104,6 +104,9 @@ class Episode:
     allowed_replies: list[str] | None = None
     """The replies the next turn may produce (the latest ``info["allowed_replies"]``, an env's
     ``constrained_choice=True``), which the policy is asked to keep to; None: any reply."""
+    scored_replies: list[str] | None = None
+    """The replies the next turn chooses among whole (the latest ``info["scored_replies"]``, an
+    env's ``scored_actions=True``): the policy scores each (:mod:`agentgym.agents.scoring`)."""
     raw_observations: list[str] = field(default_factory=list)
     """Per observation, the engine's own text (``info["raw_observation"]`` where the env wraps it,
     else the observation): what step grouping and revisit labels compare, since a wrapped
@@ -170,7 +173,7 @@ def collect_episodes(envs: EnvBatch, policy: Policy, encoder: ChatEncoder | None
                      instruction=str(info.get("instruction", "")),
                      history_in_observation=observations_carry_history(info),
                      raw_observations=[info.get("raw_observation", obs)],
-                     allowed_replies=info.get("allowed_replies"))
+                     allowed_replies=info.get("allowed_replies"), scored_replies=info.get("scored_replies"))
         check_layout(cfg.layout, ep.history_in_observation)
         if cfg.layout == "concat":
             ep.concat_ids = encoder.prompt_ids(episode_to_messages(ep.system_prompt, [obs], []))
@@ -205,13 +208,11 @@ def _next_prompt(ep: Episode, encoder: ChatEncoder | None, cfg: RolloutConfig):
 def _generate(policy: Policy, encoder: ChatEncoder | None, episodes: list[Episode], prompts: dict[int, Any],
               sampling: SamplingConfig | None) -> dict[int, Completion]:
     """One batched policy call for the prompts (env index -> prompt), each turn recorded on its
-    episode. An episode whose env lists its allowed replies has the policy keep to them."""
+    episode. An episode whose env lists its allowed replies has the policy keep to them; one whose
+    env lists replies to score has it choose one of those."""
     order = list(prompts)
-    allowed = [episodes[i].allowed_replies for i in order]
-    if any(a is not None for a in allowed):
-        completions = policy.generate([prompts[i] for i in order], sampling, allowed=allowed)
-    else:
-        completions = policy.generate([prompts[i] for i in order], sampling)
+    lists = reply_lists([episodes[i].allowed_replies for i in order], [episodes[i].scored_replies for i in order])
+    completions = policy.generate([prompts[i] for i in order], sampling, **lists)
     for i, c in zip(order, completions):
         prompt = prompts[i] if encoder is not None else (c.prompt_ids or [])
         episodes[i].turns.append(Turn(prompt_ids=list(prompt), completion=c))
@@ -240,7 +241,7 @@ def _record_step(ep: Episode, c: Completion, result: StepResult, encoder: ChatEn
     ep.observations.append(obs)
     ep.raw_observations.append(info.get("raw_observation", obs))
     ep.state_keys.append(info.get("state_key"))
-    ep.allowed_replies = info.get("allowed_replies")
+    ep.allowed_replies, ep.scored_replies = info.get("allowed_replies"), info.get("scored_replies")
     ep.rewards.append(reward)
     ep.step_infos.append(info)
     ep.terminated, ep.truncated = terminated, truncated

@@ -20,6 +20,25 @@ import numpy as np
 from agentgym.train.rollout.episodes import Episode
 
 
+@dataclass(frozen=True)
+class ScoredReply:
+    """A reply chosen whole among ``candidates`` (each its token ids), at ``start`` in its sample's
+    ``input_ids``: everything before it is the prompt the candidates were scored after."""
+
+    start: int
+    candidates: list[list[int]]
+    pick: int
+    """Which candidate the sample holds."""
+
+    @property
+    def chosen(self) -> list[int]:
+        return list(self.candidates[self.pick])
+
+    @property
+    def length(self) -> int:
+        return len(self.candidates[self.pick])
+
+
 @dataclass
 class Sample:
     input_ids: list[int]
@@ -43,6 +62,10 @@ class Sample:
     reply's mask, :attr:`agentgym.agents.Completion.allowed_token_ids`), None where it was free;
     None when no token was constrained. The update masks its logits alike, so the ratio is taken
     under the distribution that sampled."""
+    scored: list[ScoredReply] | None = None
+    """The replies of this sample chosen whole among candidates (an env's ``scored_actions=True``,
+    :attr:`agentgym.agents.Completion.candidate_ids`): the update takes each one's last token's
+    log-probability less the log-sum-exp of the candidates' scores, as the sampler recorded it."""
 
     def __post_init__(self) -> None:
         if len(self.input_ids) != len(self.loss_mask):
@@ -56,6 +79,11 @@ class Sample:
         if self.allowed_token_ids is not None and len(self.allowed_token_ids) != len(self.input_ids):
             raise ValueError(f"allowed_token_ids ({len(self.allowed_token_ids)}) and input_ids "
                              f"({len(self.input_ids)}) differ")
+
+        for reply in self.scored or ():
+            end = reply.start + reply.length
+            if reply.start < 1 or end > len(self.input_ids) or self.input_ids[reply.start:end] != reply.chosen:
+                raise ValueError(f"a scored reply at {reply.start} is not the sample's tokens there")
 
     @property
     def num_loss_tokens(self) -> int:
@@ -101,6 +129,30 @@ def _turn_allowed(turn) -> list[list[int] | None] | None:
     return list(allowed) if allowed is not None and len(allowed) == len(turn.completion.token_ids) else None
 
 
+def scored_reply(start: int, token_ids: Sequence[int], candidates: Sequence[Sequence[int]] | None) -> ScoredReply | None:
+    """The reply ``token_ids`` at ``start`` as chosen among ``candidates`` (None: a free reply)."""
+    if candidates is None:
+        return None
+    listed = [list(c) for c in candidates]
+    try:
+        pick = listed.index(list(token_ids))
+    except ValueError:
+        raise ValueError("a scored completion's tokens are none of its candidates") from None
+    return ScoredReply(start, listed, pick)
+
+
+def _listed(reply: ScoredReply | None) -> list[ScoredReply] | None:
+    return None if reply is None else [reply]
+
+
+def _concat_scored(ep: Episode) -> list[ScoredReply] | None:
+    if len(ep.turn_spans) != len(ep.turns):
+        return None
+    out = [scored_reply(start, turn.completion.token_ids, turn.completion.candidate_ids)
+           for (start, _), turn in zip(ep.turn_spans, ep.turns)]
+    return [r for r in out if r is not None] or None
+
+
 def _concat_allowed(ep: Episode) -> list[list[int] | None] | None:
     if len(ep.turn_spans) != len(ep.turns) or all(_turn_allowed(t) is None for t in ep.turns):
         return None
@@ -129,7 +181,7 @@ def episode_samples(episodes: Sequence[Episode], advantages: Sequence, layout: s
                     token_adv[start:end] = [float(a)] * (end - start)
             out.append(Sample(list(ep.concat_ids), list(ep.concat_mask), float(adv[0]), episode=i,
                               token_advantages=token_adv, behaviour_logprobs=_concat_logprobs(ep),
-                              allowed_token_ids=_concat_allowed(ep)))
+                              allowed_token_ids=_concat_allowed(ep), scored=_concat_scored(ep)))
         elif layout == "window":
             for t, (turn, a) in enumerate(zip(ep.turns, adv)):
                 ids, lps, allowed = turn.completion.token_ids, _turn_logprobs(turn), _turn_allowed(turn)
@@ -137,7 +189,8 @@ def episode_samples(episodes: Sequence[Episode], advantages: Sequence, layout: s
                                   float(a), episode=i, turn=t,
                                   behaviour_logprobs=None if lps is None else [0.0] * len(turn.prompt_ids) + lps,
                                   allowed_token_ids=None if allowed is None
-                                  else [None] * len(turn.prompt_ids) + allowed))
+                                  else [None] * len(turn.prompt_ids) + allowed,
+                                  scored=_listed(scored_reply(len(turn.prompt_ids), ids, turn.completion.candidate_ids))))
         else:
             raise ValueError(f"unknown layout {layout!r}")
     return out

@@ -1,0 +1,177 @@
+"""Scored actions: with ``scored_actions=True`` a policy scores each listed action whole and samples
+from the softmax over the candidates; the update recomputes the same log-probabilities (the chosen
+reply's tokens, its last less the candidates' log-sum-exp), so the PPO ratio is taken under the
+distribution that sampled."""
+
+import pytest
+import torch
+
+from agentgym.agents import HFPolicy, SamplingConfig
+from agentgym.agents.scoring import candidate_logprobs, candidate_scores
+from agentgym.train.config.optim import LossConfig
+from agentgym.train.config.rollout import RolloutConfig
+from agentgym.train.optim.update import behaviour_logprobs, logprobs_and_hidden, pad_batch, sample_logprobs, train_step
+from agentgym.train.rollout.chat import ChatEncoder
+from agentgym.train.rollout.envs import make_env_batch
+from agentgym.train.rollout.episodes import collect_episodes
+from agentgym.train.rollout.samples import Sample, episode_samples
+
+GAMES = "generated:4:tiny"
+
+
+def _play(model, tok, layout: str, temperature: float = 0.7, groups: int = 2, seed: int = 0, scored: bool = True):
+    pytest.importorskip("alfworld")
+    kwargs = {"data_path": GAMES, "max_turns": 3, "scored_actions": scored}
+    if layout == "window":
+        kwargs.update(observation="history")  # the task and last steps, no list: the actions are scored apart
+    torch.manual_seed(seed)
+    envs = make_env_batch("ALFWorld-v0", groups, 2, "sync", kwargs)
+    try:
+        policy = HFPolicy(model, tok, SamplingConfig(max_new_tokens=6, temperature=temperature))
+        episodes, _ = collect_episodes(envs, policy, ChatEncoder(tok), list(range(seed, seed + groups)),
+                                       RolloutConfig(layout=layout, window=1), None, {"split": "train"})
+    finally:
+        envs.close()
+    return episodes
+
+
+def test_candidates_scored_from_the_prompts_cache_equal_each_scored_alone(tiny):
+    model, _ = tiny
+    prefix = list(range(5, 70))
+    candidates = [[7, 8, 9, 2], [11, 2], [13, 14, 2], [3], [7, 8, 2]]
+    with torch.no_grad():
+        lp, lengths = candidate_logprobs(model, prefix, candidates, temperature=0.7, chunk=2)
+        for c, row, n in zip(candidates, lp, lengths.tolist()):
+            logits = model(input_ids=torch.tensor([prefix + c])).logits[0, len(prefix) - 1:-1] / 0.7
+            alone = torch.log_softmax(logits, -1).gather(-1, torch.tensor(c)[:, None]).squeeze(-1)
+            assert n == len(c) and torch.allclose(row[:n], alone, atol=1e-5) and (row[n:] == 0).all()
+
+
+def test_scoring_without_a_cache_gives_the_same_scores_and_gradients(tiny):
+    """A model that returns no cache (gradient checkpointing in training) scores each candidate
+    after the whole prompt: the same numbers, and the same gradients."""
+    from agentgym.agents import load_model_and_tokenizer
+    from agentgym.agents.tiny import build_tiny_model
+
+    model, _ = load_model_and_tokenizer(str(build_tiny_model()))
+    prefix, candidates = list(range(5, 40)), [[7, 8, 9, 2], [11, 2], [13, 14, 2]]
+
+    def scores_and_grad(use_cache: bool):
+        model.zero_grad()
+        forward = model.forward
+        if not use_cache:
+            model.forward = lambda *a, **k: forward(*a, **{**k, "use_cache": False})
+        try:
+            s = candidate_scores(model, prefix, candidates)
+        finally:
+            model.forward = forward
+        torch.logsumexp(s, 0).backward()
+        return s.detach(), model.model.embed_tokens.weight.grad.clone()
+
+    cached, cached_grad = scores_and_grad(True)
+    whole, whole_grad = scores_and_grad(False)
+    assert torch.allclose(cached, whole, atol=1e-5) and torch.allclose(cached_grad, whole_grad, atol=1e-5)
+
+
+def test_a_policy_picks_one_listed_reply_whole_and_records_its_softmax_logprob(tiny):
+    model, tok = tiny
+    policy = HFPolicy(model, tok)
+    prompts = [[{"role": "user", "content": "What now?"}]] * 3
+    replies = ["go to desk 1", "take mug 1 from desk 1", "look"]
+    out = policy.generate(prompts, SamplingConfig(max_new_tokens=2, temperature=1.0), scored=[replies, None, replies])
+    assert out[0].text in replies and out[2].text in replies and out[1].candidate_ids is None
+    ids = policy.prompt_ids(prompts[0])
+    candidates = [tok(r, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for r in replies]
+    assert out[0].candidate_ids == candidates and out[0].token_ids == candidates[replies.index(out[0].text)]
+    with torch.no_grad():
+        scores = candidate_scores(model, ids, candidates)
+    expected = torch.log_softmax(scores, 0)[replies.index(out[0].text)]
+    assert sum(out[0].logprobs) == pytest.approx(float(expected), abs=1e-4)  # longer than max_new_tokens too
+    greedy = policy.generate(prompts[:1], SamplingConfig(temperature=0), scored=[replies])[0]
+    assert greedy.text == replies[int(torch.argmax(scores))]
+    # sampled over many draws, each reply about as often as its softmax says
+    torch.manual_seed(0)
+    picks = [policy.generate(prompts[:1], SamplingConfig(temperature=1.0), scored=[replies])[0].text
+             for _ in range(300)]
+    freq = torch.tensor([picks.count(r) / len(picks) for r in replies])
+    assert torch.allclose(freq, torch.softmax(scores, 0), atol=0.08)
+    with pytest.raises(ValueError, match="both allowed and scored"):
+        policy.generate(prompts[:1], allowed=[["1"]], scored=[replies])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["concat", "window"])
+def test_the_update_recomputes_the_sampled_logprobs_under_the_candidates_softmax(tiny, layout):
+    model, tok = tiny
+    episodes = _play(model, tok, layout)
+    infos = [info for ep in episodes for info in ep.step_infos]
+    assert all(i["action_valid"] for i in infos)  # every reply is a listed action
+    for ep in episodes:
+        for turn, action in zip(ep.turns, ep.actions):
+            assert turn.completion.candidate_ids and len(turn.completion.candidate_ids) > 1
+            assert turn.completion.token_ids in turn.completion.candidate_ids
+    samples = episode_samples(episodes, [1.0] * len(episodes), layout)
+    assert samples and all(s.scored for s in samples)
+    recorded, missing = behaviour_logprobs(model, samples, tok.pad_token_id, 4, temperature=0.7)
+    computed = sample_logprobs(model, samples, tok.pad_token_id, 4, temperature=0.7)
+    free = sample_logprobs(model, [Sample(s.input_ids, s.loss_mask, s.advantage) for s in samples],
+                           tok.pad_token_id, 4, temperature=0.7)
+    assert missing == 0
+    for s, r, c, f in zip(samples, recorded, computed, free):
+        mask = torch.tensor(s.loss_mask[1:], dtype=torch.bool)
+        assert torch.allclose(r[mask], c[mask], atol=1e-4)  # the update's logprobs are the sampler's
+        for reply in s.scored:  # and a reply's sum is its log-probability under the softmax, above its tokens'
+            end = reply.start + reply.length - 1
+            assert float(c[reply.start - 1:end].sum()) > float(f[reply.start - 1:end].sum()) + 1e-3
+            assert float(c[reply.start - 1:end].sum()) <= 1e-6
+    # the full forward (an extension's loss term sees every position) subtracts alike
+    batch = pad_batch(samples, tok.pad_token_id, "cpu")
+    with torch.no_grad():
+        full, _ = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], 0.7,
+                                      scored=batch["scored"])
+    for row, (s, c) in enumerate(zip(samples, computed)):
+        mask = torch.tensor(s.loss_mask[1:], dtype=torch.bool)
+        assert torch.allclose(full[row, :len(s.input_ids) - 1][mask], c[mask], atol=1e-4)
+
+
+@pytest.mark.slow
+def test_one_update_raises_the_advantaged_reply_among_its_candidates(tiny):
+    from agentgym.agents import load_model_and_tokenizer
+    from agentgym.agents.tiny import build_tiny_model
+
+    model, tok = load_model_and_tokenizer(str(build_tiny_model()))  # its own copy: the update changes it
+    episodes = _play(model, tok, "window", groups=1)
+    samples = [s for s in episode_samples(episodes, [1.0, 1.0], "window")][:1]
+    before, _ = behaviour_logprobs(model, samples, tok.pad_token_id, 4, temperature=0.7)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    metrics = train_step(model, optimizer, samples, LossConfig(beta=0.0), tok.pad_token_id, micro_batch_size=4,
+                         temperature=0.7, old_logprobs=before)
+    assert metrics["ratio/mean"] == pytest.approx(1.0, abs=1e-4)
+    after = sample_logprobs(model, samples, tok.pad_token_id, 4, temperature=0.7)
+    reply = samples[0].scored[0]
+    span = slice(reply.start - 1, reply.start + reply.length - 1)
+    assert float(after[0][span].sum()) > float(before[0][span].sum())  # log pi(reply) rose
+
+
+def test_policies_that_cannot_score_refuse_a_list_and_envs_refuse_both_lists():
+    import gymnasium as gym
+
+    from agentgym.agents import OpenAIPolicy
+
+    with pytest.raises(ValueError, match="OpenAIPolicy cannot score a list of replies"):
+        OpenAIPolicy("http://127.0.0.1:9", "m").generate([[{"role": "user", "content": "hi"}]], scored=[["look"]])
+    with pytest.raises(ValueError, match="lists no admissible actions"):
+        gym.make("ToolQA-v0", scored_actions=True)
+    with pytest.raises(ValueError, match="exclude each other"):
+        gym.make("TextWorld-v0", action_format="choice", constrained_choice=True, scored_actions=True)
+
+
+def test_a_generator_that_cannot_score_is_refused_before_the_run():
+    from agentgym.train.base.errors import ConfigError
+    from agentgym.train.base.flags import build
+    from agentgym.train.config.tree import TrainConfig
+
+    config = build(TrainConfig, env_id="ALFWorld-v0", env_kwargs='{"scored_actions": true}',
+                   generator="openai", generator_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ConfigError, match="scored_actions=True needs --generator hf"):
+        config.validate()
