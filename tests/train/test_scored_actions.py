@@ -110,6 +110,7 @@ def test_the_update_recomputes_the_sampled_logprobs_under_the_candidates_softmax
         for turn, action in zip(ep.turns, ep.actions):
             assert turn.completion.candidate_ids and len(turn.completion.candidate_ids) > 1
             assert turn.completion.token_ids in turn.completion.candidate_ids
+            assert action == turn.completion.text  # the env received the listed action's words
     samples = episode_samples(episodes, [1.0] * len(episodes), layout)
     assert samples and all(s.scored for s in samples)
     recorded, missing = behaviour_logprobs(model, samples, tok.pad_token_id, 4, temperature=0.7)
