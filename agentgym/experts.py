@@ -75,9 +75,10 @@ def play_expert_episode(env: gym.Env, seed: int | None = None, options: dict | N
     carries_history = observations_carry_history(info)
     # only the reset info says which format the env speaks; later steps keep their admissible lists
     choice = info.get("action_format") == "choice"
-    observations, actions, labels, explored = [obs], [], [], []
+    observations, actions, labels, explored, scored = [obs], [], [], [], []
     while True:
         label = expert_reply({**info, "action_format": "choice" if choice else "text"})
+        scored.append(info.get("scored_replies"))
         action, off_path = label, False
         others = [a for a in info.get("admissible_actions") or [] if a != info.get("expert_action")]
         if explore > 0 and others and rng.random() < explore:
@@ -97,6 +98,8 @@ def play_expert_episode(env: gym.Env, seed: int | None = None, options: dict | N
         "messages": episode_to_messages(system_prompt, observations[:-1], actions),
         "labels": labels,
         "explored": explored,
+        # per turn, the actions an env made with scored_actions=True listed to score (else None)
+        "scored_replies": scored,
         "success": bool(info["success"]),
         "episode_return": float(info["episode_return"]),
         "episode_terms": info["episode_terms"],

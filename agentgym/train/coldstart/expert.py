@@ -15,7 +15,7 @@ from typing import Any
 from agentgym.experts import play_expert_episode
 from agentgym.prompts import episode_to_messages
 from agentgym.train.rollout.chat import ChatEncoder, check_layout, window_prompt_ids
-from agentgym.train.rollout.samples import Sample
+from agentgym.train.rollout.samples import Sample, ScoredReply
 
 
 def action_ids(encoder: ChatEncoder, action: str) -> list[int]:
@@ -50,7 +50,8 @@ def expert_episode(env, encoder: ChatEncoder, seed: int, layout: str = "concat",
     return episode_samples_from_messages(messages, encoder, layout, window,
                                          record.get("history_in_observation", False),
                                          labels=record["labels"] if explore else None,
-                                         explored=record["explored"] if explore else None), record
+                                         explored=record["explored"] if explore else None,
+                                         scored=record.get("scored_replies")), record
 
 
 _ANSWER = re.compile(r"\s*<answer>(.*)</answer>\s*", re.DOTALL)
@@ -79,7 +80,8 @@ def chatty_answer(messages: list[dict]) -> list[dict] | None:
 
 def episode_samples_from_messages(messages: list[dict], encoder: ChatEncoder, layout: str = "concat",
                                   window: int | None = 2, history_in_observation: bool = False,
-                                  labels: list[str] | None = None, explored: list[bool] | None = None) -> list[Sample]:
+                                  labels: list[str] | None = None, explored: list[bool] | None = None,
+                                  scored: list[list[str] | None] | None = None) -> list[Sample]:
     """SFT samples from an episode's chat messages (system, user, assistant, ..., assistant).
 
     ``history_in_observation``: the observations carry the task and the last steps themselves
@@ -89,7 +91,12 @@ def episode_samples_from_messages(messages: list[dict], encoder: ChatEncoder, la
     ``explored`` played a random action, which is never trained on. In the window layout every turn
     is its own sample and trains on its label, the expert's action from that state; in the concat
     layout the sequence must hold the action played, so an explored turn is left out of the loss.
-    A turn whose label is empty (the expert had no action) is left out too."""
+    A turn whose label is empty (the expert had no action) is left out too.
+
+    ``scored`` (an env made with ``scored_actions=True``): per turn, the actions the policy will
+    choose among there. A trained turn whose action is one of them is a :class:`ScoredReply`, so
+    the cold start raises it against the others (the loss is ``-log pi(expert's action)`` under the
+    candidates' softmax, :mod:`agentgym.agents.scoring`), as the policy it trains will choose."""
     check_layout(layout, history_in_observation)
     system = messages[0]["content"]
     observations = [m["content"] for m in messages if m["role"] == "user"]
@@ -104,18 +111,31 @@ def episode_samples_from_messages(messages: list[dict], encoder: ChatEncoder, la
             prompt = window_prompt_ids(encoder, system, observations[: t + 1], actions[:t], window,
                                        history_in_observation)
             completion = action_ids(encoder, target)
-            samples.append(Sample(prompt + completion, [0] * len(prompt) + [1] * len(completion), 1.0))
+            reply = _scored(encoder, len(prompt), target, scored[t] if scored else None)
+            samples.append(Sample(prompt + completion, [0] * len(prompt) + [1] * len(completion), 1.0,
+                                  scored=None if reply is None else [reply]))
         return samples
     ids = encoder.prompt_ids(episode_to_messages(system, observations[:1], []))
     mask = [0] * len(ids)
+    replies: list[ScoredReply] = []
     for t, action in enumerate(actions):
         completion = action_ids(encoder, action)
-        ids += completion
         trained = not explored[t] and bool(targets[t])
+        reply = _scored(encoder, len(ids), action, scored[t] if scored and trained else None)
+        replies += [reply] if reply is not None else []
+        ids += completion
         mask += [int(trained)] * len(completion)
         if t + 1 < len(observations):
             env_ids = encoder.env_turn_ids(episode_to_messages(system, observations[: t + 1], actions[:t]), action,
                                            observations[t + 1], stopped=True)
             ids += env_ids
             mask += [0] * len(env_ids)
-    return [Sample(ids, mask, 1.0)]
+    return [Sample(ids, mask, 1.0, scored=replies or None)]
+
+
+def _scored(encoder: ChatEncoder, start: int, action: str, listed: list[str] | None) -> ScoredReply | None:
+    """``action`` at ``start`` as chosen among ``listed`` (None: not listed, or no list)."""
+    if not listed or action not in listed:
+        return None
+    candidates = [action_ids(encoder, a) for a in listed]
+    return ScoredReply(start, candidates, list(listed).index(action))

@@ -295,14 +295,19 @@ def sft_step(cfg: SFTRunConfig, model, optimizer, batch: list, pad_id: int, devi
     tokens), plus ``--prompt-loss-weight`` times the other tokens' (a mean over those), in micro-batches."""
     import torch
 
-    from agentgym.train.optim.update import masked_next_token_logits, pad_batch, reply_and_prompt_logits
+    from agentgym.train.optim.update import (
+        masked_next_token_logits,
+        pad_batch,
+        reply_and_prompt_logits,
+        scored_candidates,
+    )
 
     prompt_weight = cfg.sft.prompt_loss_weight
     bf16 = cfg.model.bf16 and device.startswith("cuda")
     n_tokens = sum(s.num_loss_tokens - s.loss_mask[0] for s in batch)
     n_prompt = sum(len(s.input_ids) - 1 for s in batch) - n_tokens
     optimizer.zero_grad(set_to_none=True)
-    total, correct, prompt_total = 0.0, 0.0, 0.0
+    total, correct, prompt_total, scored_turns, scored_top = 0.0, 0.0, 0.0, 0, 0
     for j in range(0, len(batch), cfg.sft.micro_batch_size):
         b = pad_batch(batch[j:j + cfg.sft.micro_batch_size], pad_id, device)
         with autocast_context(device, bf16):
@@ -312,6 +317,14 @@ def sft_step(cfg: SFTRunConfig, model, optimizer, batch: list, pad_id: int, devi
             else:
                 logits, targets = masked_next_token_logits(model, b["input_ids"], b["attention_mask"], b["loss_mask"])
         loss = torch.nn.functional.cross_entropy(logits, targets, reduction="sum") / max(n_tokens, 1)
+        if "scored" in b:
+            # replies chosen whole among candidates: the reply's tokens' loss is -S(expert), and with
+            # each candidate list's log-sum-exp it is -log pi(expert) under the candidates' softmax
+            with autocast_context(device, bf16):
+                scores = scored_candidates(model, b["input_ids"], b["scored"])
+            loss = loss + sum(torch.logsumexp(c, dim=0) for c in scores) / max(n_tokens, 1)
+            scored_turns += len(scores)
+            scored_top += sum(int(torch.argmax(c)) == reply.pick for c, (_, reply) in zip(scores, b["scored"]))
         total += float(loss.detach())
         if prompt_weight:
             # each side a mean over its own tokens, so the weight says how much reading counts
@@ -327,6 +340,8 @@ def sft_step(cfg: SFTRunConfig, model, optimizer, batch: list, pad_id: int, devi
     metrics = {"loss/sft": total, "accuracy/token": correct / max(n_tokens, 1), "tokens/loss": n_tokens}
     if prompt_weight:
         metrics["loss/prompt"] = prompt_total
+    if scored_turns:
+        metrics["accuracy/scored_top1"] = scored_top / scored_turns
     return metrics
 
 

@@ -145,14 +145,19 @@ def _less_normalizers(model, lp: torch.Tensor, input_ids: torch.Tensor, scored: 
     """``lp`` with each scored reply's last token less its candidates' log-sum-exp."""
     if not scored:
         return lp
-    rows, positions, normalizers = [], [], []
-    for row, reply in scored:
-        prefix = input_ids[row, :reply.start].tolist()
-        normalizers.append(torch.logsumexp(candidate_scores(model, prefix, reply.candidates, temperature), dim=0))
-        rows.append(row)
-        positions.append(reply.start + reply.length - 2)  # position t predicts token t + 1
+    normalizers = [torch.logsumexp(s, dim=0) for s in scored_candidates(model, input_ids, scored, temperature)]
+    rows = [row for row, _ in scored]
+    positions = [reply.start + reply.length - 2 for _, reply in scored]  # position t predicts token t + 1
     index = (torch.tensor(rows, device=lp.device), torch.tensor(positions, device=lp.device))
     return lp - torch.zeros_like(lp).index_put(index, torch.stack(normalizers).to(lp.dtype), accumulate=True)
+
+
+def scored_candidates(model, input_ids: torch.Tensor, scored: ScoredRows, temperature: float = 1.0
+                      ) -> list[torch.Tensor]:
+    """Each scored reply's candidates' scores after its prompt (``[n]`` each; gradients flow when
+    they are enabled)."""
+    return [candidate_scores(model, input_ids[row, :reply.start].tolist(), reply.candidates, temperature)
+            for row, reply in scored]
 
 
 def last_hidden_state(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
