@@ -176,3 +176,25 @@ def test_a_generator_that_cannot_score_is_refused_before_the_run():
                    generator="openai", generator_url="http://127.0.0.1:9/v1")
     with pytest.raises(ConfigError, match="scored_actions=True needs --generator hf"):
         config.validate()
+
+
+@pytest.mark.parametrize("layout", ["concat", "window"])
+def test_the_cold_start_raises_the_experts_action_among_the_listed_ones(tiny, layout):
+    from agentgym.train.coldstart.expert import action_ids, episode_samples_from_messages
+
+    _, tok = tiny
+    encoder = ChatEncoder(tok)
+    messages = [{"role": "system", "content": "Play."}, {"role": "user", "content": "You see a desk."},
+                {"role": "assistant", "content": "go to desk 1"}, {"role": "user", "content": "The door is open."},
+                {"role": "assistant", "content": "open door"}, {"role": "user", "content": "You see a mug."},
+                {"role": "assistant", "content": "take mug 1"}]
+    listed = [["look", "go to desk 1"], ["look"], ["take mug 1", "look", "go to desk 1"]]
+    samples = episode_samples_from_messages(messages, encoder, layout, window=None, scored=listed)
+    replies = [(s, r) for s in samples for r in s.scored or ()]
+    # the listed expert actions are scored replies; "open door" is not listed, so it trains nothing
+    assert [r.chosen for _, r in replies] == [action_ids(encoder, "go to desk 1"), action_ids(encoder, "take mug 1")]
+    assert [r.candidates for _, r in replies][1] == [action_ids(encoder, a) for a in listed[2]]
+    trained = [s.input_ids[i] for s in samples for i, m in enumerate(s.loss_mask) if m]
+    assert trained == action_ids(encoder, "go to desk 1") + action_ids(encoder, "take mug 1")
+    for s, r in replies:
+        assert s.input_ids[r.start:r.start + r.length] == r.chosen

@@ -94,9 +94,11 @@ def episode_samples_from_messages(messages: list[dict], encoder: ChatEncoder, la
     A turn whose label is empty (the expert had no action) is left out too.
 
     ``scored`` (an env made with ``scored_actions=True``): per turn, the actions the policy will
-    choose among there. A trained turn whose action is one of them is a :class:`ScoredReply`, so
-    the cold start raises it against the others (the loss is ``-log pi(expert's action)`` under the
-    candidates' softmax, :mod:`agentgym.agents.scoring`), as the policy it trains will choose."""
+    choose among there. A trained turn's action is a :class:`ScoredReply`, so the cold start raises
+    it against the others (the loss is ``-log pi(expert's action)`` under the candidates' softmax,
+    :mod:`agentgym.agents.scoring`), as the policy it trains will choose; a turn whose action is not
+    listed (ScienceWorld's gold path opens doors that start open) is one the policy can never play,
+    and is left out of the loss."""
     check_layout(layout, history_in_observation)
     system = messages[0]["content"]
     observations = [m["content"] for m in messages if m["role"] == "user"]
@@ -106,7 +108,7 @@ def episode_samples_from_messages(messages: list[dict], encoder: ChatEncoder, la
     if layout == "window":
         samples = []
         for t, target in enumerate(targets):
-            if not target:
+            if not target or _unlisted(target, scored, t):
                 continue
             prompt = window_prompt_ids(encoder, system, observations[: t + 1], actions[:t], window,
                                        history_in_observation)
@@ -120,7 +122,7 @@ def episode_samples_from_messages(messages: list[dict], encoder: ChatEncoder, la
     replies: list[ScoredReply] = []
     for t, action in enumerate(actions):
         completion = action_ids(encoder, action)
-        trained = not explored[t] and bool(targets[t])
+        trained = not explored[t] and bool(targets[t]) and not _unlisted(action, scored, t)
         reply = _scored(encoder, len(ids), action, scored[t] if scored and trained else None)
         replies += [reply] if reply is not None else []
         ids += completion
@@ -131,6 +133,11 @@ def episode_samples_from_messages(messages: list[dict], encoder: ChatEncoder, la
             ids += env_ids
             mask += [0] * len(env_ids)
     return [Sample(ids, mask, 1.0, scored=replies or None)]
+
+
+def _unlisted(action: str, scored: list[list[str] | None] | None, t: int) -> bool:
+    """Whether turn ``t``'s ``action`` is missing from the actions listed there to score."""
+    return bool(scored) and scored[t] is not None and action not in scored[t]
 
 
 def _scored(encoder: ChatEncoder, start: int, action: str, listed: list[str] | None) -> ScoredReply | None:

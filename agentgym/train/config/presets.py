@@ -41,6 +41,7 @@ RECORDED = "recorded"
 
 TINY_TOOLQA_PROMPT = "Search with <search>query</search>, then reply <answer>answer</answer>."
 TINY_ALFWORLD_PROMPT = "Solve the household task. Reply with the number of one admissible action."
+TINY_ALFWORLD_SCORED_PROMPT = "Solve the household task. Reply with one admissible action."
 
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "none": {},
@@ -63,6 +64,15 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                         "mark_played": True, "constrained_choice": True, "l0_every": 67,
                         "data_path": "generated:16000:tiny", "expert_policy": "search", "max_turns": 15,
                         "system_prompt": TINY_ALFWORLD_PROMPT},
+    },
+    "tiny-rooms-scored": {
+        # tiny-rooms' games, observations and marks, the actions listed in words, and the policy
+        # choosing one whole by scoring each listed action (agentgym.agents.scoring) where
+        # tiny-rooms has it sample a number
+        "ALFWorld-v0": {"observation": "history+admissible", "history": 0, "action_format": "text",
+                        "mark_played": True, "scored_actions": True, "l0_every": 67,
+                        "data_path": "generated:16000:tiny", "expert_policy": "search", "max_turns": 15,
+                        "system_prompt": TINY_ALFWORLD_SCORED_PROMPT},
     },
 }
 

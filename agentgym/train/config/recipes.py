@@ -9,6 +9,10 @@ with ``--recipe`` are applied over it, so ``--recipe alfworld-l0 --seed 1`` chan
   300 steps of 4 groups x 4 episodes (each game about 9 times), evaluated on L0 (the games RL plays)
   and L1 (unseen games of the same types) before, every 100 steps and after
   (docs/benchmarks.md, "ALFWorld-v0: what RL learns at L0").
+- ``alfworld-l0-scored``: the same run with ``--preset tiny-rooms-scored``: the actions listed in
+  words and the policy choosing one whole, by the softmax over each listed action's summed token
+  log-probabilities (``scored_actions=True``, :mod:`agentgym.agents.scoring`), where ``alfworld-l0``
+  samples the number of one.
 
 >>> from agentgym.train.config.tree import TrainConfig
 >>> config = apply_recipe(TrainConfig, TrainConfig(), "alfworld-l0")
@@ -35,6 +39,9 @@ RECIPES: dict[str, dict[str, Any]] = {
                        "explore": 0.2, "prompt_loss_weight": 1.0},
     },
 }
+# the same run with the policy scoring each listed action's words instead of sampling its number
+RECIPES["alfworld-l0-scored"] = {**RECIPES["alfworld-l0"], "preset": "tiny-rooms-scored",
+                                 "output_dir": "runs/alfworld-l0-scored"}
 """Recipe name -> the settings it sets, by the names :func:`agentgym.train.base.flags.build` takes."""
 
 
