@@ -64,6 +64,18 @@ def test_history_window_shows_the_task_the_last_k_steps_and_the_admissible_actio
 
 
 @pytest.mark.engine
+def test_history_without_the_list_shows_the_same_task_and_steps_and_no_actions(root):
+    listed, bare = make(root, **WRAPPED), make(root, observation="history", history=2, scored_actions=True)
+    for (obs, info), (bare_obs, bare_info) in zip(expert_run(listed, seed=1, steps=3), expert_run(bare, seed=1, steps=3)):
+        assert bare_obs == obs.split("\n\nAdmissible actions:")[0] and "Admissible actions" not in bare_obs
+        # the actions go to the policy apart, as they are, to be scored
+        assert bare_info["scored_replies"] == info["admissible_actions"] and "allowed_replies" not in bare_info
+    assert bare.reset(seed=1)[1]["observation_mode"] == "history"
+    assert "restates the task" in bare.unwrapped.system_prompt and "lists the" not in bare.unwrapped.system_prompt
+    listed.close(), bare.close()
+
+
+@pytest.mark.engine
 def test_raw_default_is_todays_observation_and_history_zero_keeps_no_steps(root):
     env = make(root)
     obs, info = env.reset(seed=2)
@@ -149,7 +161,7 @@ def test_check_env_render_and_system_prompt_with_the_options_on(root):
 
 def test_bad_option_values_are_one_line_errors(root):
     with pytest.raises(ValueError, match="observation must be one of"):
-        make(root, observation="history")
+        make(root, observation="summary")
     with pytest.raises(ValueError, match="action_format must be one of"):
         make(root, action_format="number")
     with pytest.raises(ValueError, match="history must be an integer >= 0"):

@@ -16,7 +16,7 @@ from agentgym.envs.toolqa.env import ToolQAEnv
     (RewardSettings, {"prs_stage": -1}, "prs_stage must be None"),
     (TextLimits, {"max_turns": 0}, r"max_turns must be a positive int"),
     (TextLimits, {"max_turns": 3, "max_action_chars": 1.5}, r"max_action_chars must be a positive int"),
-    (ChoiceSettings, {"observation": "history"}, "observation must be one of"),
+    (ChoiceSettings, {"observation": "summary"}, "observation must be one of"),
     (ChoiceSettings, {"constrained_choice": True}, "constrained_choice=True needs action_format='choice'"),
 ])
 def test_each_part_refuses_its_own_bad_values_in_one_line(part, kwargs, message):

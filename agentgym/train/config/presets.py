@@ -80,7 +80,7 @@ def preset_choices() -> tuple[str, ...]:
     """Every name ``--preset`` takes.
 
     >>> preset_choices()
-    ('auto', 'none', 'tiny', 'tiny-rooms')
+    ('auto', 'none', 'tiny', 'tiny-rooms', 'tiny-rooms-scored')
     """
     return (AUTO, *PRESETS)
 
