@@ -6,9 +6,9 @@ types: ``agentgym train sft`` (the cold start: expert ToolQA episodes with tool 
 tool-calling ChatML template), then ``agentgym train vspo`` (rollout with tool calls, VSPO's resampling
 and update, held-out evaluation, checkpoint) for one step, then ``--resume auto`` to a second step.
 
-    python benchmarks/real_shapes.py --shape 0.5b --training full lora --out benchmarks/results/real_shapes.json
-    python benchmarks/real_shapes.py --shape 1.5b --training lora --out benchmarks/results/real_shapes.json
-    python benchmarks/real_shapes.py --report benchmarks/results/real_shapes.json
+    python benchmarks/real_shapes.py --shape 0.5b --training full lora --out docs/results/real_shapes.json
+    python benchmarks/real_shapes.py --shape 1.5b --training lora --out docs/results/real_shapes.json
+    python benchmarks/real_shapes.py --report docs/results/real_shapes.json
 
 The tokenizer is a byte-level BPE trained offline to exactly 151,936 entries (Qwen2.5's embedding rows)
 on ToolQA's knowledge base and Python's standard library source: the env's text alone runs out of

@@ -51,6 +51,9 @@ NOT_RUN = {
     "agentgym mcp": "a stdio server waiting for its client (the docs' MCP snippet starts it as a client does)",
     "scripts/wheelhouse.py": "downloads a wheelhouse from PyPI (tests/test_wheelhouse.py builds one and installs from "
                              "it without an index)",
+    '"task": "find-plant"': "ScienceWorld's tiny model replays 64 gold paths through the JVM to build its tokenizer "
+                            "(minutes; tests/trainers/test_scored_actions_methods.py trains every method with "
+                            "scored actions on ALFWorld, tests/envs/test_observations.py covers observation='history')",
     "benchmarks/lora_memory.py": "builds models of Qwen2.5-0.5B's shape (up to 13 GiB and minutes per case); "
                                  "tests/train/test_memory.py checks the formula's counts and parts",
     "gpu_check.py --device cuda": "needs a CUDA device (tests/test_gpu_check.py runs the CPU smoke check)",
