@@ -16,6 +16,7 @@ under ``constrained_choice``'s mask.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -34,6 +35,17 @@ def timed(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
+def update_pass(model, sample, pad_id: int) -> None:
+    """The update's pass over one sample as the trainers take it, and its backward pass."""
+    from agentgym.train.optim.update import logprobs_and_hidden, pad_batch
+
+    batch = pad_batch([sample], pad_id, "cpu")
+    lp = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], keep=batch["loss_mask"],
+                             scored=batch.get("scored"))[0]
+    model.zero_grad()
+    (-lp.sum()).backward()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", default="find-plant")
@@ -50,7 +62,6 @@ def main(argv: list[str] | None = None) -> int:
     import agentgym  # noqa: F401
     from agentgym.agents import HFPolicy, SamplingConfig, load_model_and_tokenizer
     from agentgym.agents.tiny import build_tiny_model
-    from agentgym.train.optim.update import logprobs_and_hidden, pad_batch
     from agentgym.train.rollout.chat import ChatEncoder, window_prompt_ids
     from agentgym.train.rollout.samples import Sample, ScoredReply
 
@@ -73,36 +84,21 @@ def main(argv: list[str] | None = None) -> int:
     for n in dict.fromkeys(counts):
         listed = actions[:n]
         candidates = [encoder.encode(a) + [tok.eos_token_id] for a in listed]
-        choose = timed(lambda: policy.score_replies(prompt, listed), args.repeats)
+        choose = timed(functools.partial(policy.score_replies, prompt, listed), args.repeats)
         sample = Sample(prompt + candidates[0], [0] * len(prompt) + [1] * len(candidates[0]), 1.0,
                         scored=[ScoredReply(len(prompt), candidates, 0)])
-
-        def update():
-            batch = pad_batch([sample], tok.pad_token_id, "cpu")
-            lp = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], keep=batch["loss_mask"],
-                                     scored=batch["scored"])[0]
-            model.zero_grad()
-            (-lp.sum()).backward()
-
         model.train()
-        learn = timed(update, args.repeats)
+        learn = timed(functools.partial(update_pass, model, sample, tok.pad_token_id), args.repeats)
         rows.append({"candidates": n, "candidate_tokens": sum(map(len, candidates)), "prompt_tokens": len(prompt),
                      "rollout_seconds": round(choose, 4), "update_seconds": round(learn, 4)})
         print(json.dumps(rows[-1]), flush=True)
     listed_prompt, listed_info = views["history+admissible"]
     numbered = timed(lambda: policy.generate([listed_prompt], allowed=[listed_info["allowed_replies"]]), args.repeats)
-    sample_ids = listed_prompt + [tok.eos_token_id]
-    plain = Sample(sample_ids, [0] * len(listed_prompt) + [1], 1.0)
-
-    def numbered_update():
-        batch = pad_batch([plain], tok.pad_token_id, "cpu")
-        lp = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], keep=batch["loss_mask"])[0]
-        model.zero_grad()
-        (-lp.sum()).backward()
-
+    plain = Sample(listed_prompt + [tok.eos_token_id], [0] * len(listed_prompt) + [1], 1.0)
+    numbered_update = timed(functools.partial(update_pass, model, plain, tok.pad_token_id), args.repeats)
     result = {"task": args.task, "threads": args.threads, "actions_listed": len(actions), "scored": rows,
               "numbered_choice": {"prompt_tokens": len(listed_prompt), "rollout_seconds": round(numbered, 4),
-                                  "update_seconds": round(timed(numbered_update, args.repeats), 4)}}
+                                  "update_seconds": round(numbered_update, 4)}}
     print(json.dumps(result["numbered_choice"]))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
