@@ -60,6 +60,15 @@ def test_a_line_holds_the_task_every_turn_its_terms_and_advantages_and_the_metho
     assert episode_record(ep)["turns"][0]["advantage"] is None and episode_record(ep)["advantage"] is None
 
 
+def test_a_scored_turn_says_how_many_actions_it_was_chosen_among_not_which():
+    ep = _episode(turns=1)
+    ep.turns[0] = Turn([1, 2], Completion(text="look", token_ids=[3, 4], logprobs=[-0.5, -1.0],
+                                          candidate_ids=[[3, 4], [5, 4], [6, 7, 4]]))
+    (turn,) = json.loads(json.dumps(episode_record(ep)))["turns"]
+    assert turn["candidates"] == 3 and turn["logprob"] == -1.5 and "candidate_ids" not in turn
+    assert "candidates" not in episode_record(_episode())["turns"][0]
+
+
 def test_long_texts_are_cut_with_a_note_and_odd_values_stay_json():
     ep = _episode(reply="x" * 50_000)
     ep.metrics = {"nan": float("nan"), "obj": object()}

@@ -95,6 +95,9 @@ def episode_record(ep: Episode, advantages: Sequence[float] | None = None, **ext
             "advantage": jsonable(advantages[t]) if advantages is not None and t < len(advantages) else None,
         }
         row.update({k: jsonable(info[k]) for k in INFO_KEYS if info.get(k) is not None})
+        if turn.completion.candidate_ids is not None:  # scored actions: the reply was chosen among these
+            row["candidates"] = len(turn.completion.candidate_ids)
+            row["logprob"] = float(sum(turn.completion.logprobs))
         signals = {name: jsonable(values[t]) for name, values in ep.turn_signals.items() if t < len(values)}
         if signals:
             row["signals"] = signals
