@@ -7,7 +7,7 @@ with LoRA the same model with its adapters off), then takes the reference pass, 
 over a batch of sequences and an AdamW step. It prints peak RSS after each phase and the phase's seconds.
 
     python benchmarks/lora_memory.py --shape 0.5b --seq-len 256 --batch 2
-    python benchmarks/lora_memory.py --shape 0.5b --cases lora --out benchmarks/results/lora_memory.json
+    python benchmarks/lora_memory.py --shape 0.5b --cases lora --out docs/results/lora_memory.json
 
 The difference between the ``full`` and ``lora`` rows' "model" phase is the reference copy LoRA does
 not load, plus the gradients and AdamW state of the frozen weights it does not keep.
