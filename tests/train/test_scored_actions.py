@@ -198,3 +198,39 @@ def test_the_cold_start_raises_the_experts_action_among_the_listed_ones(tiny, la
     assert trained == action_ids(encoder, "go to desk 1") + action_ids(encoder, "take mug 1")
     for s, r in replies:
         assert s.input_ids[r.start:r.start + r.length] == r.chosen
+
+
+def test_the_update_rebuilds_each_replys_scoring_in_its_backward_pass_with_the_same_gradient(tiny):
+    """Scored replies' candidates are recomputed in the backward pass (a ScienceWorld micro-batch's
+    graphs would not fit otherwise): the loss and every gradient are those of the plain graph."""
+    from agentgym.agents import load_model_and_tokenizer
+    from agentgym.agents.tiny import build_tiny_model
+    from agentgym.train.optim import update
+
+    model, tok = load_model_and_tokenizer(str(build_tiny_model()))
+    encoder = ChatEncoder(tok)
+    listed = ["go to desk 1", "take mug 1 from desk 1", "look", "open drawer 2"]
+    candidates = [encoder.encode(a) + [tok.eos_token_id] for a in listed]
+    prompt = encoder.prompt_ids([{"role": "user", "content": "You see a desk."}])
+    samples = [Sample(prompt + candidates[k], [0] * len(prompt) + [1] * len(candidates[k]), 1.0,
+                      scored=[update.ScoredReply(len(prompt), candidates, k)]) for k in (1, 3)]
+    batch = pad_batch(samples, tok.pad_token_id, "cpu")
+
+    def loss_and_grads(recompute: bool):
+        model.zero_grad()
+        original = update.checkpoint
+        if not recompute:
+            update.checkpoint = lambda fn, *args, **kwargs: fn(*args)
+        try:
+            lp = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], 0.7,
+                                     keep=batch["loss_mask"], scored=batch["scored"])[0]
+        finally:
+            update.checkpoint = original
+        loss = -(lp * batch["loss_mask"]).sum()
+        loss.backward()
+        return float(loss.detach()), [p.grad.clone() for p in model.parameters()]
+
+    plain_loss, plain = loss_and_grads(False)
+    kept_loss, kept = loss_and_grads(True)
+    assert kept_loss == pytest.approx(plain_loss, abs=1e-5)
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(plain, kept))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
+from torch.utils.checkpoint import checkpoint
 
 from agentgym.agents.scoring import candidate_scores
 from agentgym.train.base.device import autocast_context
@@ -155,9 +156,21 @@ def _less_normalizers(model, lp: torch.Tensor, input_ids: torch.Tensor, scored: 
 def scored_candidates(model, input_ids: torch.Tensor, scored: ScoredRows, temperature: float = 1.0
                       ) -> list[torch.Tensor]:
     """Each scored reply's candidates' scores after its prompt (``[n]`` each; gradients flow when
-    they are enabled)."""
-    return [candidate_scores(model, input_ids[row, :reply.start].tolist(), reply.candidates, temperature)
-            for row, reply in scored]
+    they are enabled).
+
+    With gradients, each reply's scoring is recomputed in the backward pass rather than kept
+    (``torch.utils.checkpoint``): a ScienceWorld turn lists hundreds of actions, and the graph of
+    every candidate token's log-softmax over the vocabulary, for every turn of a micro-batch at
+    once, ran a tiny model's cold start out of 23 GB. So a micro-batch holds the scores alone until
+    its backward pass, which rebuilds one reply's graph at a time."""
+    out = []
+    for row, reply in scored:
+        prefix = input_ids[row, :reply.start].tolist()
+        if torch.is_grad_enabled():
+            out.append(checkpoint(candidate_scores, model, prefix, reply.candidates, temperature, use_reentrant=False))
+        else:
+            out.append(candidate_scores(model, prefix, reply.candidates, temperature))
+    return out
 
 
 def last_hidden_state(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
