@@ -54,6 +54,8 @@ NOT_RUN = {
     '"task": "find-plant"': "ScienceWorld's tiny model replays 64 gold paths through the JVM to build its tokenizer "
                             "(minutes; tests/trainers/test_scored_actions_methods.py trains every method with "
                             "scored actions on ALFWorld, tests/envs/test_observations.py covers observation='history')",
+    "real_shapes.py --shape 1.5b": "the 1.5B shape's run (an hour on 2 cores); the 0.5b command beside it runs at "
+                                   "the smoke shape, through the same commands",
     "benchmarks/lora_memory.py": "builds models of Qwen2.5-0.5B's shape (up to 13 GiB and minutes per case); "
                                  "tests/train/test_memory.py checks the formula's counts and parts",
     "gpu_check.py --device cuda": "needs a CUDA device (tests/test_gpu_check.py runs the CPU smoke check)",
@@ -74,6 +76,8 @@ SHRINK = [
     # the recipe's 16,000-game set is 796 MB: its shrunk run plays the learning test's 1,200-game set
     (r"--recipe alfworld-l0", TRAINER_SHRINK + " --env-kwargs '{\"data_path\": \"generated:1200:tiny\", \"l0_every\": 40}'"),
     (r"^torchrun .*trainers/\w+\.py", TRAINER_SHRINK + " --num-groups 2"),  # a group per process
+    # the main job's path at a 2-layer shape with a 4,096-entry vocabulary, its results in the scratch folder
+    (r"^python benchmarks/real_shapes\.py", "--shape smoke --training full --eval-episodes 2 --out real_shapes.json"),
     (r"^python trainers/sft\.py", "--num-steps 2 --num-episodes 2 --batch-size 2 --no-progress --quiet --no-tensorboard"),
     (r"^python trainers/\w+\.py", TRAINER_SHRINK),
     (r"^python benchmarks/learning_curves\.py", "--methods grpo --seeds 0 --max-episodes 4 --eval-every 1 "
