@@ -4,11 +4,11 @@ the same mask, so the PPO ratio is taken under the distribution that sampled."""
 
 import pytest
 import torch
+from alfworld_rollouts import GAMES, play
 
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.agents.hf import ReplyTrie
 from agentgym.train.config.optim import LossConfig
-from agentgym.train.config.rollout import RolloutConfig
 from agentgym.train.optim.update import (
     behaviour_logprobs,
     logprobs_and_hidden,
@@ -16,31 +16,16 @@ from agentgym.train.optim.update import (
     sample_logprobs,
     train_step,
 )
-from agentgym.train.rollout.chat import ChatEncoder
-from agentgym.train.rollout.envs import make_env_batch
-from agentgym.train.rollout.episodes import collect_episodes
 from agentgym.train.rollout.samples import Sample, episode_samples
 
 pytest.importorskip("alfworld")
 
-GAMES = "generated:4:tiny"
-
 
 def _play(model, tok, constrained: bool, layout: str, temperature: float = 0.7, groups: int = 2, seed: int = 0):
-    kwargs = {"data_path": GAMES, "max_turns": 3, "action_format": "choice"}
-    if layout == "window":
-        kwargs.update(observation="history+admissible")
+    kwargs = {"action_format": "choice", **({"observation": "history+admissible"} if layout == "window" else {})}
     if constrained:
         kwargs["constrained_choice"] = True
-    torch.manual_seed(seed)
-    envs = make_env_batch("ALFWorld-v0", groups, 2, "sync", kwargs)
-    try:
-        policy = HFPolicy(model, tok, SamplingConfig(max_new_tokens=6, temperature=temperature))
-        episodes, _ = collect_episodes(envs, policy, ChatEncoder(tok), list(range(seed, seed + groups)),
-                                       RolloutConfig(layout=layout, window=1), None, {"split": "train"})
-    finally:
-        envs.close()
-    return episodes
+    return play(model, tok, kwargs, layout, temperature, groups, seed)
 
 
 def _valid_rate(episodes) -> float:

@@ -5,34 +5,21 @@ distribution that sampled."""
 
 import pytest
 import torch
+from alfworld_rollouts import play
 
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.agents.scoring import candidate_logprobs, candidate_scores
 from agentgym.train.config.optim import LossConfig
-from agentgym.train.config.rollout import RolloutConfig
 from agentgym.train.optim.update import behaviour_logprobs, logprobs_and_hidden, pad_batch, sample_logprobs, train_step
 from agentgym.train.rollout.chat import ChatEncoder
-from agentgym.train.rollout.envs import make_env_batch
-from agentgym.train.rollout.episodes import collect_episodes
 from agentgym.train.rollout.samples import Sample, episode_samples
 
-GAMES = "generated:4:tiny"
 
-
-def _play(model, tok, layout: str, temperature: float = 0.7, groups: int = 2, seed: int = 0, scored: bool = True):
+def _play(model, tok, layout: str, temperature: float = 0.7, groups: int = 2, seed: int = 0):
     pytest.importorskip("alfworld")
-    kwargs = {"data_path": GAMES, "max_turns": 3, "scored_actions": scored}
-    if layout == "window":
-        kwargs.update(observation="history")  # the task and last steps, no list: the actions are scored apart
-    torch.manual_seed(seed)
-    envs = make_env_batch("ALFWorld-v0", groups, 2, "sync", kwargs)
-    try:
-        policy = HFPolicy(model, tok, SamplingConfig(max_new_tokens=6, temperature=temperature))
-        episodes, _ = collect_episodes(envs, policy, ChatEncoder(tok), list(range(seed, seed + groups)),
-                                       RolloutConfig(layout=layout, window=1), None, {"split": "train"})
-    finally:
-        envs.close()
-    return episodes
+    # window: the task and last steps, no list (the actions are scored apart)
+    kwargs = {"scored_actions": True, **({"observation": "history"} if layout == "window" else {})}
+    return play(model, tok, kwargs, layout, temperature, groups, seed)
 
 
 def test_candidates_scored_from_the_prompts_cache_equal_each_scored_alone(tiny):
