@@ -4,19 +4,16 @@ the same mask, so the PPO ratio is taken under the distribution that sampled."""
 
 import pytest
 import torch
-from alfworld_rollouts import GAMES, play
+from alfworld_rollouts import GAMES, check_full_forward, play, recorded_and_recomputed
 
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.agents.hf import ReplyTrie
 from agentgym.train.config.optim import LossConfig
 from agentgym.train.optim.update import (
     behaviour_logprobs,
-    logprobs_and_hidden,
-    pad_batch,
-    sample_logprobs,
     train_step,
 )
-from agentgym.train.rollout.samples import Sample, episode_samples
+from agentgym.train.rollout.samples import episode_samples
 
 pytest.importorskip("alfworld")
 
@@ -45,24 +42,13 @@ def test_the_update_recomputes_the_sampled_logprobs_under_the_same_mask(tiny, la
             assert action.isdigit() and turn.completion.token_ids[-1] == tok.eos_token_id
     samples = episode_samples(episodes, [1.0] * len(episodes), layout)
     assert samples and all(s.allowed_token_ids is not None for s in samples)
-    recorded, missing = behaviour_logprobs(model, samples, tok.pad_token_id, 4, temperature=0.7)
-    computed = sample_logprobs(model, samples, tok.pad_token_id, 4, temperature=0.7)
-    free = sample_logprobs(model, [Sample(s.input_ids, s.loss_mask, s.advantage) for s in samples],
-                           tok.pad_token_id, 4, temperature=0.7)
-    assert missing == 0
+    recorded, computed, free = recorded_and_recomputed(model, tok, samples)
     for s, r, c, f in zip(samples, recorded, computed, free):
         mask = torch.tensor(s.loss_mask[1:], dtype=torch.bool)
         assert mask.any()
         assert torch.allclose(r[mask], c[mask], atol=1e-4)  # the update's logprobs are the sampler's
         assert (c[mask] > f[mask] + 1e-3).any()  # and the mask matters: unmasked ones are lower
-    # the full forward (an extension's loss term sees every position) masks alike
-    batch = pad_batch(samples, tok.pad_token_id, "cpu")
-    with torch.no_grad():
-        full, _ = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], 0.7,
-                                      allowed=batch["allowed"])
-    for row, (s, c) in enumerate(zip(samples, computed)):
-        mask = torch.tensor(s.loss_mask[1:], dtype=torch.bool)
-        assert torch.allclose(full[row, :len(s.input_ids) - 1][mask], c[mask], atol=1e-4)
+    check_full_forward(model, tok, samples, computed, "allowed")  # the full forward masks alike
 
 
 def test_one_update_on_constrained_samples_starts_at_ratio_one(tiny):

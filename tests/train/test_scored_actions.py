@@ -5,7 +5,7 @@ distribution that sampled."""
 
 import pytest
 import torch
-from alfworld_rollouts import play
+from alfworld_rollouts import check_full_forward, play, recorded_and_recomputed
 
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.agents.scoring import candidate_logprobs, candidate_scores
@@ -100,11 +100,7 @@ def test_the_update_recomputes_the_sampled_logprobs_under_the_candidates_softmax
             assert action == turn.completion.text  # the env received the listed action's words
     samples = episode_samples(episodes, [1.0] * len(episodes), layout)
     assert samples and all(s.scored for s in samples)
-    recorded, missing = behaviour_logprobs(model, samples, tok.pad_token_id, 4, temperature=0.7)
-    computed = sample_logprobs(model, samples, tok.pad_token_id, 4, temperature=0.7)
-    free = sample_logprobs(model, [Sample(s.input_ids, s.loss_mask, s.advantage) for s in samples],
-                           tok.pad_token_id, 4, temperature=0.7)
-    assert missing == 0
+    recorded, computed, free = recorded_and_recomputed(model, tok, samples)
     for s, r, c, f in zip(samples, recorded, computed, free):
         mask = torch.tensor(s.loss_mask[1:], dtype=torch.bool)
         assert torch.allclose(r[mask], c[mask], atol=1e-4)  # the update's logprobs are the sampler's
@@ -112,14 +108,7 @@ def test_the_update_recomputes_the_sampled_logprobs_under_the_candidates_softmax
             end = reply.start + reply.length - 1
             assert float(c[reply.start - 1:end].sum()) > float(f[reply.start - 1:end].sum()) + 1e-3
             assert float(c[reply.start - 1:end].sum()) <= 1e-6
-    # the full forward (an extension's loss term sees every position) subtracts alike
-    batch = pad_batch(samples, tok.pad_token_id, "cpu")
-    with torch.no_grad():
-        full, _ = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], 0.7,
-                                      scored=batch["scored"])
-    for row, (s, c) in enumerate(zip(samples, computed)):
-        mask = torch.tensor(s.loss_mask[1:], dtype=torch.bool)
-        assert torch.allclose(full[row, :len(s.input_ids) - 1][mask], c[mask], atol=1e-4)
+    check_full_forward(model, tok, samples, computed, "scored")  # the full forward subtracts alike
 
 
 @pytest.mark.slow
