@@ -77,10 +77,15 @@ class ReplyTrie:
         return sorted(node) or None
 
 
+def reply_ids(tokenizer, reply: str) -> list[int]:
+    """A listed reply's ids as the model writes it: the text tokenized without special tokens (as a
+    cold start's expert replies are); the stop token that ends it comes after."""
+    return list(tokenizer(reply, add_special_tokens=False)["input_ids"])
+
+
 def reply_tries(tokenizer, allowed: Sequence[Sequence[str] | None], stop: int) -> list[ReplyTrie | None]:
     """One :class:`ReplyTrie` per prompt (None where any reply may come)."""
-    return [None if replies is None else
-            ReplyTrie([tokenizer(r, add_special_tokens=False)["input_ids"] for r in replies], stop)
+    return [None if replies is None else ReplyTrie([reply_ids(tokenizer, r) for r in replies], stop)
             for replies in allowed]
 
 
@@ -190,7 +195,7 @@ class HFPolicy(Policy):
 
         sampling = sampling or self.sampling
         stop = self.reply_stop_token_id
-        candidates = [list(self.tokenizer(r, add_special_tokens=False)["input_ids"]) + [stop] for r in replies]
+        candidates = [reply_ids(self.tokenizer, r) + [stop] for r in replies]
         was_training = self.model.training
         self.model.eval()
         try:

@@ -118,10 +118,9 @@ def scored_token_logprobs(token_logprobs: Sequence[float], log_normalizer: float
     return out
 
 
-def choose(scores: torch.Tensor, greedy: bool, generator: torch.Generator | None = None) -> int:
-    """The candidate played: a sample from ``softmax(scores)``, or the best-scoring with ``greedy``
-    (the first of equals)."""
+def choose(scores: torch.Tensor, greedy: bool) -> int:
+    """The candidate played: a sample from ``softmax(scores)`` (torch's global random stream, which
+    the trainers seed and checkpoint), or the best-scoring with ``greedy`` (the first of equals)."""
     if greedy:
         return int(torch.argmax(scores))
-    probs = torch.softmax(scores.double(), dim=0)
-    return int(torch.multinomial(probs, 1, generator=generator))
+    return int(torch.multinomial(torch.softmax(scores.double(), dim=0), 1))
