@@ -210,3 +210,39 @@ def test_the_update_rebuilds_each_replys_scoring_in_its_backward_pass_with_the_s
     kept_loss, kept = loss_and_grads(True)
     assert kept_loss == pytest.approx(plain_loss, abs=1e-5)
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(plain, kept))
+
+
+def test_a_sampled_normalizer_keeps_the_exact_value_and_its_gradient_is_unbiased(tiny):
+    """``scored_samples``: the log-sum-exp's value is exact and its gradient, estimated from a few
+    candidates drawn from the policy, averages to the exact gradient."""
+    from agentgym.agents import load_model_and_tokenizer
+    from agentgym.agents.tiny import build_tiny_model
+    from agentgym.train.optim.update import ScoredReply, scored_normalizers
+
+    model, _ = load_model_and_tokenizer(str(build_tiny_model()))
+    prefix = list(range(5, 30))
+    candidates = [[7 + k] * (1 + k % 2) + [2] for k in range(12)]  # lengths differ: far from uniform
+    input_ids = torch.tensor([prefix + candidates[3]])
+    scored = [(0, ScoredReply(len(prefix), candidates, 3))]
+    direction: list[torch.Tensor] = []
+
+    def value_and_slope(samples: int) -> tuple[float, float]:
+        model.zero_grad()
+        ((norm, scores),) = scored_normalizers(model, input_ids, scored, 0.7, samples)
+        norm.backward()
+        assert scores.shape == (12,) and not scores.requires_grad or samples == 0
+        return float(norm), sum(float((p.grad * d).sum()) for p, d in zip(model.parameters(), direction))
+
+    value_and_slope(0)
+    direction = [p.grad.clone() for p in model.parameters()]  # the slope along the exact gradient
+    exact_value, exact_slope = value_and_slope(0)
+    torch.manual_seed(0)
+    draws = [value_and_slope(3) for _ in range(400)]
+    assert all(v == pytest.approx(exact_value, abs=1e-5) for v, _ in draws)
+    slopes = torch.tensor([s for _, s in draws])
+    spread = float(slopes.std()) / len(draws) ** 0.5
+    assert spread > 0  # the draws differ: only a few candidates carry each gradient
+    assert abs(float(slopes.mean()) - exact_slope) < 4 * spread + 1e-6
+    with torch.no_grad():  # no gradients: every candidate, exact
+        ((norm, _),) = scored_normalizers(model, input_ids, scored, 0.7, 3)
+    assert float(norm) == pytest.approx(exact_value, abs=1e-5)

@@ -296,8 +296,19 @@ class ScienceWorldEngine:
     def valid_actions(self) -> list[str]:
         """The valid actions now, sorted. The JSON variant is one string over the socket, where
         the list variant leaves a Java list object to release: faster, and nothing to clean up."""
-        data = json.loads(self._call("getValidActionObjectCombinationsJSON"))
-        return sorted({str(a["action"]) for a in data.get("validActions", [])})
+        return sorted({str(a["action"]) for a in self.valid_action_entries()})
+
+    def valid_action_entries(self) -> list[dict]:
+        """The valid actions now as the engine lists them: ``{"action", "template_id", "obj_ids",
+        "type_ids"}`` each, one per action and tuple of objects (two objects of one name give two
+        entries with the same ``action``)."""
+        return list(json.loads(self._call("getValidActionObjectCombinationsJSON")).get("validActions", []))
+
+    def object_referents(self) -> dict[int, list[str]]:
+        """Every object's id -> the names the parser takes for it (``flower pot``, ``flower pot 6``,
+        ``flower pot 6 containing apple tree and soil``...)."""
+        data = json.loads(self._call("getAllObjectIdsTypesReferentsLUTJSON"))
+        return {int(k): [str(r) for r in v.get("referents", [])] for k, v in data.items()}
 
     def gold_actions(self) -> list[str]:
         """The gold path of the variation loaded with ``gold_path=True``."""

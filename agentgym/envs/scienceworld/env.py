@@ -180,6 +180,7 @@ class ScienceWorldEnv(AgentEnv):
         self._valid_cache: tuple[int, list[str]] | None = None
         self._gold: list[str] = []
         self._gold_index: int | None = None
+        self._gold_listed: tuple[int, str] | None = None
 
     @property
     def default_system_prompt(self) -> str:
@@ -264,6 +265,7 @@ class ScienceWorldEnv(AgentEnv):
         description = engine.task_description()
         self._gold = engine.gold_actions() if self.expert else []
         self._gold_index = 0
+        self._gold_listed = None
         return look, description
 
     # ----- a turn ----------------------------------------------------------------------------
@@ -297,15 +299,46 @@ class ScienceWorldEnv(AgentEnv):
     def _track_expert(self, command: str, valid: bool) -> None:
         if not self.expert or self._gold_index is None:
             return
-        if self._gold_index < len(self._gold) and _norm(command) == _norm(self._gold[self._gold_index]):
+        if self._gold_index < len(self._gold) and _norm(command) in self._gold_forms():
             self._gold_index += 1
         elif valid:
             self._gold_index = None  # off the gold path for good
 
+    def _gold_forms(self) -> set[str]:
+        """The next gold step as the engine wrote it and, with ``scored_actions``, in the list's words."""
+        forms = {_norm(self._gold[self._gold_index])}
+        if self._gold_listed is not None and self._gold_listed[0] == self._gold_index:
+            forms.add(_norm(self._gold_listed[1]))
+        return forms
+
     def _expert_action(self) -> str | None:
         if self._gold_index is None or self._gold_index >= len(self._gold):
             return None
-        return self._gold[self._gold_index]
+        if not self.scored_actions:
+            return self._gold[self._gold_index]
+        # A scoring policy can play only what the list offers: the gold path's own words name objects
+        # by their full referent ("move flower pot 6 containing apple tree and soil in inventory to red
+        # box") where the list says "move flower pot to red box", and its "open door" steps are
+        # no-ops the list leaves out when doors start open. So the expert gives the next gold step the
+        # list offers, in the list's words, and passes over the others.
+        while self._gold_index < len(self._gold):
+            listed = self._listed_gold_step()
+            if listed is not None:
+                self._gold_listed = (self._gold_index, listed)
+                return listed
+            self._gold_index += 1
+        return None
+
+    def _listed_gold_step(self) -> str | None:
+        step = self._gold[self._gold_index]
+        if step in (self._admissible_actions() or ()):
+            return step
+        try:
+            if self._engine is None:
+                return None
+            return listed_form(step, self._engine.valid_action_entries(), self._engine.object_referents())
+        except EngineFailure:
+            return None
 
     def _admissible_actions(self) -> list[str] | None:
         if not self.admissible:
@@ -330,6 +363,59 @@ class ScienceWorldEnv(AgentEnv):
 
 def _norm(command: str) -> str:
     return " ".join(command.lower().split())
+
+
+def listed_form(command: str, entries: Sequence[dict], referents: dict[int, list[str]]) -> str | None:
+    """The valid action that does what ``command`` does, in the list's words; None when no valid
+    action does, or when the one that does is ambiguous (its words name another valid action too).
+
+    ``entries`` are the engine's valid actions with their objects (``valid_action_entries``) and
+    ``referents`` every object's names (``object_referents``). ``command`` matches an entry when it
+    is the entry's action with each object named by any of its names, optionally followed by where
+    it is (``... in inventory``), as the engine's parser takes it:
+
+    >>> entries = [{"action": "move flower pot to red box", "obj_ids": [6, 9]},
+    ...            {"action": "move flower pot to table", "obj_ids": [6, 2]}]
+    >>> names = {6: ["flower pot", "flower pot 6 containing apple tree and soil"], 9: ["red box"], 2: ["table"]}
+    >>> listed_form("move flower pot 6 containing apple tree and soil in inventory to red box", entries, names)
+    'move flower pot to red box'
+    >>> listed_form("open door to kitchen", entries, names) is None
+    True
+    """
+    wanted = _norm(command)
+    verb = wanted.split(" ", 1)[0]
+    matches: set[str] = set()
+    counts: dict[str, int] = {}
+    for entry in entries:
+        action = str(entry["action"])
+        counts[action] = counts.get(action, 0) + 1
+        if action.split(" ", 1)[0] != verb:
+            continue
+        names = [referents.get(int(i), []) for i in entry.get("obj_ids", [])]
+        if not all(any(n in wanted for n in ns) for ns in names):
+            continue
+        pattern = _entry_pattern(action, names)
+        if pattern is not None and pattern.fullmatch(wanted):
+            matches.add(action)
+    if len(matches) != 1:
+        return None
+    (action,) = matches
+    return action if counts[action] == 1 else None
+
+
+def _entry_pattern(action: str, names: Sequence[Sequence[str]]) -> re.Pattern | None:
+    """A regex for ``action`` with each object's words (in order) replaced by any of its names."""
+    pos, parts = 0, []
+    for ns in names:
+        longest = sorted(ns, key=len, reverse=True)
+        found = min(((action.find(n, pos), -len(n)) for n in longest if action.find(n, pos) >= 0), default=None)
+        if found is None:
+            return None
+        start, length = found[0], -found[1]
+        parts += [re.escape(action[pos:start]), "(?:" + "|".join(map(re.escape, longest)) + ")(?: in [^,]+?)?"]
+        pos = start + length
+    parts.append(re.escape(action[pos:]))
+    return re.compile("".join(parts))
 
 
 def _check_simplifications(simplifications: str, tasks: Sequence[str]) -> str:

@@ -299,7 +299,7 @@ def sft_step(cfg: SFTRunConfig, model, optimizer, batch: list, pad_id: int, devi
         masked_next_token_logits,
         pad_batch,
         reply_and_prompt_logits,
-        scored_candidates,
+        scored_normalizers,
     )
 
     prompt_weight = cfg.sft.prompt_loss_weight
@@ -321,10 +321,10 @@ def sft_step(cfg: SFTRunConfig, model, optimizer, batch: list, pad_id: int, devi
             # replies chosen whole among candidates: the reply's tokens' loss is -S(expert), and with
             # each candidate list's log-sum-exp it is -log pi(expert) under the candidates' softmax
             with autocast_context(device, bf16):
-                scores = scored_candidates(model, b["input_ids"], b["scored"])
-            loss = loss + sum(torch.logsumexp(c, dim=0) for c in scores) / max(n_tokens, 1)
-            scored_turns += len(scores)
-            scored_top += sum(int(torch.argmax(c)) == reply.pick for c, (_, reply) in zip(scores, b["scored"]))
+                normalized = scored_normalizers(model, b["input_ids"], b["scored"], samples=cfg.sft.scored_samples)
+            loss = loss + sum(norm for norm, _ in normalized) / max(n_tokens, 1)
+            scored_turns += len(normalized)
+            scored_top += sum(int(torch.argmax(c)) == reply.pick for (_, c), (_, reply) in zip(normalized, b["scored"]))
         total += float(loss.detach())
         if prompt_weight:
             # each side a mean over its own tokens, so the weight says how much reading counts

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from agentgym.settings import SettingError, check_on_init
-from agentgym.train.base.errors import at_least, finite, is_number
+from agentgym.train.base.errors import at_least, finite, is_int, is_number
 from agentgym.train.base.flags import Flat
 
 AGGREGATIONS = ("token-mean", "seq-mean", "episode-mean")
@@ -28,6 +28,8 @@ class LossConfig:
     """how token losses are averaged (`seq-mean`: within each sequence first, so a long one weighs no more; `episode-mean`: within each episode first, over all its window samples, so an episode of many turns weighs no more)"""
     loss_type: Literal["ppo", "cispo"] = "ppo"
     """token loss: PPO-clip, or CISPO's clipped, detached importance weight"""
+    scored_samples: int = 0
+    """replies scored among listed actions (an env's `scored_actions=True`): how many candidates, drawn from the policy, carry the gradient of the candidates' log-sum-exp, whose value stays exact (an unbiased estimate; 0: every candidate, exact)"""
 
     def __post_init__(self) -> None:
         check_on_init(self)
@@ -43,6 +45,8 @@ class LossConfig:
             raise SettingError("eps_high", f"must be a finite number >= 0, got {self.eps_high!r}")
         if not (is_number(self.beta) and self.beta >= 0):
             raise SettingError("beta", f"must be a finite number >= 0, got {self.beta!r}")
+        if not (is_int(self.scored_samples) and self.scored_samples >= 0):
+            raise SettingError("scored_samples", f"must be an integer >= 0, got {self.scored_samples!r}")
 
 
 @dataclass

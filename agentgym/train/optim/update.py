@@ -108,7 +108,8 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
 
 def logprobs_and_hidden(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, temperature: float = 1.0,
                         hidden: bool = False, keep: torch.Tensor | None = None, allowed: AllowedIds | None = None,
-                        scored: ScoredRows | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+                        scored: ScoredRows | None = None, scored_samples: int = 0
+                        ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """:func:`token_logprobs`, and with ``hidden`` the model's last hidden state (``[batch, length,
     hidden]``, after its final norm) from the same forward pass (None without).
 
@@ -126,7 +127,7 @@ def logprobs_and_hidden(model, input_ids: torch.Tensor, attention_mask: torch.Te
     among candidates has its last token's log-probability less the log-sum-exp of the candidates'
     scores after its prompt, so its tokens' sum is its log-probability under the candidates'
     softmax (:mod:`agentgym.agents.scoring`); the candidates are scored with gradients, from the
-    prompt's cache.
+    prompt's cache (all of them, or ``scored_samples`` drawn from the policy: :func:`scored_normalizers`).
     """
     if keep is not None and not hidden:
         keep = keep.bool()
@@ -134,19 +135,20 @@ def logprobs_and_hidden(model, input_ids: torch.Tensor, attention_mask: torch.Te
                                   input_ids[:, 1:][keep], temperature,
                                   None if allowed is None else _kept(allowed, keep))
         lp = torch.zeros(keep.shape, dtype=torch.float32, device=picked.device).masked_scatter(keep, picked)
-        return _less_normalizers(model, lp, input_ids, scored, temperature), None
+        return _less_normalizers(model, lp, input_ids, scored, temperature, scored_samples), None
     extra = {"output_hidden_states": True} if hidden else {}
     out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False, **extra)
     lp = _logprobs(out.logits, input_ids, temperature, allowed)
-    return _less_normalizers(model, lp, input_ids, scored, temperature), (out.hidden_states[-1] if hidden else None)
+    return _less_normalizers(model, lp, input_ids, scored, temperature, scored_samples), (out.hidden_states[-1] if hidden else None)
 
 
 def _less_normalizers(model, lp: torch.Tensor, input_ids: torch.Tensor, scored: ScoredRows | None,
-                      temperature: float) -> torch.Tensor:
-    """``lp`` with each scored reply's last token less its candidates' log-sum-exp."""
+                      temperature: float, samples: int = 0) -> torch.Tensor:
+    """``lp`` with each scored reply's last token less its candidates' log-sum-exp
+    (:func:`scored_normalizers`)."""
     if not scored:
         return lp
-    normalizers = [torch.logsumexp(s, dim=0) for s in scored_candidates(model, input_ids, scored, temperature)]
+    normalizers = [norm for norm, _ in scored_normalizers(model, input_ids, scored, temperature, samples)]
     rows = [row for row, _ in scored]
     positions = [reply.start + reply.length - 2 for _, reply in scored]  # position t predicts token t + 1
     index = (torch.tensor(rows, device=lp.device), torch.tensor(positions, device=lp.device))
@@ -170,6 +172,36 @@ def scored_candidates(model, input_ids: torch.Tensor, scored: ScoredRows, temper
             out.append(checkpoint(candidate_scores, model, prefix, reply.candidates, temperature, use_reentrant=False))
         else:
             out.append(candidate_scores(model, prefix, reply.candidates, temperature))
+    return out
+
+
+def scored_normalizers(model, input_ids: torch.Tensor, scored: ScoredRows, temperature: float = 1.0,
+                       samples: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each scored reply's ``(logsumexp_j S_j, the scores S)`` after its prompt.
+
+    ``samples`` (with gradients enabled, and fewer than the reply's candidates): the value stays
+    exact, every candidate scored without a graph, and its gradient, ``E_{j ~ pi}[grad S_j]``, is
+    estimated from ``samples`` candidates drawn from ``pi = softmax(S)`` (with replacement; torch's
+    global random stream), the only ones scored with a graph. The estimate is unbiased, so the
+    policy gradient stays unbiased; a ScienceWorld kitchen lists 1,263 actions, and scoring all of
+    them with a graph was most of an update. 0: every candidate carries the gradient (exact)."""
+    if samples <= 0 or not torch.is_grad_enabled():
+        return [(torch.logsumexp(s, dim=0), s) for s in scored_candidates(model, input_ids, scored, temperature)]
+    out = []
+    for row, reply in scored:
+        if len(reply.candidates) <= samples:
+            (scores,) = scored_candidates(model, input_ids, [(row, reply)], temperature)
+            out.append((torch.logsumexp(scores, dim=0), scores))
+            continue
+        prefix = input_ids[row, :reply.start].tolist()
+        with torch.no_grad():
+            scores = candidate_scores(model, prefix, reply.candidates, temperature)
+        draws = torch.multinomial(torch.softmax(scores.double(), dim=0), samples, replacement=True)
+        picked, counts = torch.unique(draws, return_counts=True)
+        some = checkpoint(candidate_scores, model, prefix, [reply.candidates[j] for j in picked.tolist()],
+                          temperature, use_reentrant=False)
+        estimate = (counts.to(some.dtype) / samples * some).sum()
+        out.append((torch.logsumexp(scores, dim=0) + (estimate - estimate.detach()), scores))
     return out
 
 
@@ -500,7 +532,7 @@ def _micro_batch_backward(model, plan: UpdatePlan, idx: list[int], sums: dict[st
         lp, hidden = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], plan.temperature,
                                          hidden=any(term.needs_hidden_states for term, _ in terms),
                                          keep=None if terms else keep, allowed=batch.get("allowed"),
-                                         scored=batch.get("scored"))
+                                         scored=batch.get("scored"), scored_samples=plan.configs[kind].scored_samples)
     loss, stats = _micro_batch_policy_loss(plan, kind, idx, batch, lp, keep)
     total = plan.weights[kind] * loss
     for term, count in terms:
