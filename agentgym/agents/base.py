@@ -80,6 +80,10 @@ class Completion:
     replies to score (``scored``: :mod:`agentgym.agents.scoring`); this completion's ``token_ids``
     are one of them and its ``logprobs`` sum to its log-probability under the softmax over the
     candidates' scores. None otherwise."""
+    candidate_scores: list[float] | None = None
+    """With ``candidate_ids``: each candidate's score ``S_j`` (its summed token log-probability at the
+    sampling temperature) under the weights that chose, so an update at those weights needs not
+    score them again (:func:`agentgym.train.optim.update.scored_normalizers`). None otherwise."""
 
 
 class Policy:

@@ -208,7 +208,8 @@ class HFPolicy(Policy):
         pick = choose(scores, greedy=sampling.temperature == 0)
         logprobs = scored_token_logprobs(lp[pick, :int(lengths[pick])].tolist(), float(torch.logsumexp(scores, 0)))
         return Completion(text=str(replies[pick]), token_ids=candidates[pick], logprobs=logprobs,
-                          prompt_ids=list(prompt_ids), finish_reason="stop", candidate_ids=candidates)
+                          prompt_ids=list(prompt_ids), finish_reason="stop", candidate_ids=candidates,
+                          candidate_scores=scores.tolist())
 
     def _generate_batch(self, batch: list[list[int]], sampling: SamplingConfig,
                         tries: list[ReplyTrie | None] | None = None) -> list[Completion]:

@@ -10,7 +10,14 @@ from alfworld_rollouts import check_full_forward, play, recorded_and_recomputed
 from agentgym.agents import HFPolicy, SamplingConfig
 from agentgym.agents.scoring import candidate_logprobs, candidate_scores
 from agentgym.train.config.optim import LossConfig
-from agentgym.train.optim.update import behaviour_logprobs, logprobs_and_hidden, pad_batch, sample_logprobs, train_step
+from agentgym.train.optim.update import (
+    behaviour_logprobs,
+    logprobs_and_hidden,
+    pad_batch,
+    sample_logprobs,
+    scored_candidates,
+    train_step,
+)
 from agentgym.train.rollout.chat import ChatEncoder
 from agentgym.train.rollout.samples import Sample, episode_samples
 
@@ -98,6 +105,7 @@ def test_the_update_recomputes_the_sampled_logprobs_under_the_candidates_softmax
             assert turn.completion.candidate_ids and len(turn.completion.candidate_ids) > 1
             assert turn.completion.token_ids in turn.completion.candidate_ids
             assert action == turn.completion.text  # the env received the listed action's words
+            assert len(turn.completion.candidate_scores) == len(turn.completion.candidate_ids)
     samples = episode_samples(episodes, [1.0] * len(episodes), layout)
     assert samples and all(s.scored for s in samples)
     recorded, computed, free = recorded_and_recomputed(model, tok, samples)
@@ -109,6 +117,10 @@ def test_the_update_recomputes_the_sampled_logprobs_under_the_candidates_softmax
             assert float(c[reply.start - 1:end].sum()) > float(f[reply.start - 1:end].sum()) + 1e-3
             assert float(c[reply.start - 1:end].sum()) <= 1e-6
     check_full_forward(model, tok, samples, computed, "scored")  # the full forward subtracts alike
+    batch = pad_batch(samples, tok.pad_token_id, "cpu")
+    with torch.no_grad():  # the recorded scores are the weights' own, as the update reuses them
+        for (_, reply), scores in zip(batch["scored"], scored_candidates(model, batch["input_ids"], batch["scored"], 0.7)):
+            assert torch.allclose(torch.tensor(reply.scores), scores, atol=1e-4)
 
 
 @pytest.mark.slow
@@ -246,3 +258,53 @@ def test_a_sampled_normalizer_keeps_the_exact_value_and_its_gradient_is_unbiased
     with torch.no_grad():  # no gradients: every candidate, exact
         ((norm, _),) = scored_normalizers(model, input_ids, scored, 0.7, 3)
     assert float(norm) == pytest.approx(exact_value, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_an_update_at_the_sampling_weights_scores_only_the_drawn_candidates(tiny, monkeypatch):
+    """One optimizer step per rollout (no ``old_logprobs``): with ``scored_samples`` the update takes
+    the normalizer's value and its draws from the scores the sampler recorded, and scores only the
+    drawn candidates with a graph; with older weights it scores every candidate again."""
+    from agentgym.agents import load_model_and_tokenizer
+    from agentgym.agents.tiny import build_tiny_model
+    from agentgym.train.optim import update
+
+    model, tok = load_model_and_tokenizer(str(build_tiny_model()))
+    episodes = _play(model, tok, "window", groups=1)
+    samples = episode_samples(episodes, [1.0, -1.0], "window")
+    listed = sum(len(r.candidates) for s in samples for r in s.scored)
+    assert listed > 2 * 2 * len(samples)
+    scored_counts: list[int] = []
+    real = update.candidate_scores
+    monkeypatch.setattr(update, "candidate_scores", lambda m, p, c, *a: scored_counts.append(len(c)) or real(m, p, c, *a))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    cfg = LossConfig(beta=0.0, scored_samples=2)
+    metrics = train_step(model, optimizer, samples, cfg, tok.pad_token_id, micro_batch_size=4, temperature=0.7)
+    # two drawn per reply, scored in the forward pass and again in the backward (checkpointed)
+    assert metrics["ratio/mean"] == pytest.approx(1.0) and sum(scored_counts) <= 2 * 2 * len(samples)
+    scored_counts.clear()
+    old, _ = behaviour_logprobs(model, samples, tok.pad_token_id, 4, temperature=0.7)
+    train_step(model, optimizer, samples, cfg, tok.pad_token_id, micro_batch_size=4, temperature=0.7, old_logprobs=old)
+    assert sum(scored_counts) >= listed  # every candidate, without a graph, then the drawn ones
+
+
+def test_the_cold_starts_sampled_softmax_estimates_the_whole_lists_sum_without_bias(tiny):
+    """``--cold-start.scored-negatives``: the expert's action against a few candidates drawn
+    uniformly, the others' terms scaled up: exp(normalizer) averages to the whole list's sum."""
+    from agentgym.train.optim.update import ScoredReply, sampled_softmax_normalizers
+
+    model, _ = tiny
+    prefix = list(range(5, 30))
+    candidates = [[7 + k] * (1 + k % 2) + [2] for k in range(12)]
+    input_ids = torch.tensor([prefix + candidates[3]])
+    scored = [(0, ScoredReply(len(prefix), candidates, 3))]
+    with torch.no_grad():
+        exact = torch.logsumexp(candidate_scores(model, prefix, candidates, 1.0), 0)
+        torch.manual_seed(0)
+        draws = [sampled_softmax_normalizers(model, input_ids, scored, 3)[0] for _ in range(600)]
+        whole = sampled_softmax_normalizers(model, input_ids, scored, 11)[0]
+    assert all(len(scores) == 4 for _, scores in draws)
+    assert float(whole[0]) == pytest.approx(float(exact), abs=1e-5) and len(whole[1]) == 12
+    sums = torch.exp(torch.stack([norm for norm, _ in draws]).double() - float(exact))
+    assert abs(float(sums.mean()) - 1.0) < 4 * float(sums.std()) / len(draws) ** 0.5
+    assert float(sums.std()) > 0.01

@@ -299,6 +299,7 @@ def sft_step(cfg: SFTRunConfig, model, optimizer, batch: list, pad_id: int, devi
         masked_next_token_logits,
         pad_batch,
         reply_and_prompt_logits,
+        sampled_softmax_normalizers,
         scored_normalizers,
     )
 
@@ -320,11 +321,16 @@ def sft_step(cfg: SFTRunConfig, model, optimizer, batch: list, pad_id: int, devi
         if "scored" in b:
             # replies chosen whole among candidates: the reply's tokens' loss is -S(expert), and with
             # each candidate list's log-sum-exp it is -log pi(expert) under the candidates' softmax
+            negatives = cfg.sft.scored_negatives
             with autocast_context(device, bf16):
-                normalized = scored_normalizers(model, b["input_ids"], b["scored"], samples=cfg.sft.scored_samples)
+                normalized = (sampled_softmax_normalizers(model, b["input_ids"], b["scored"], negatives) if negatives
+                              else scored_normalizers(model, b["input_ids"], b["scored"]))
             loss = loss + sum(norm for norm, _ in normalized) / max(n_tokens, 1)
             scored_turns += len(normalized)
-            scored_top += sum(int(torch.argmax(c)) == reply.pick for (_, c), (_, reply) in zip(normalized, b["scored"]))
+            # the expert's action scored above every candidate scored (with negatives: the drawn ones;
+            # it is first among them, or the whole list in its order where the list is short)
+            scored_top += sum(int(torch.argmax(c)) == (reply.pick if len(c) == len(reply.candidates) else 0)
+                              for (_, c), (_, reply) in zip(normalized, b["scored"]))
         total += float(loss.detach())
         if prompt_weight:
             # each side a mean over its own tokens, so the weight says how much reading counts

@@ -57,8 +57,8 @@ class SFTConfig:
     """share of turns on which the expert episode plays a random admissible action instead (never
     trained on), so the data holds states off the expert's path, each labelled with the expert's next
     action from there (DAgger's mixture; envs with admissible actions and a planning expert, e.g. ALFWorld)"""
-    scored_samples: int = 0
-    """replies scored among listed actions (an env's `scored_actions=True`): how many candidates, drawn from the policy, carry the gradient of the candidates' log-sum-exp (an unbiased estimate; 0: every candidate, exact)"""
+    scored_negatives: int = 0
+    """replies scored among listed actions (an env's `scored_actions=True`): the expert's action is raised against this many other listed actions, drawn uniformly each step (a sampled softmax; 0: against every listed action)"""
     prompt_loss_weight: float = 0.0
     """weight of a next-token loss on the tokens the policy does not write (system prompt,
     observations), beside the reply loss (0: replies only). A model built from scratch (the tiny
@@ -96,8 +96,8 @@ class SFTConfig:
             raise SettingError("warmup_steps", f"must be an integer >= 0, got {self.warmup_steps!r}")
         if not (is_number(self.max_grad_norm) and self.max_grad_norm >= 0):
             raise SettingError("max_grad_norm", f"must be a finite number >= 0, got {self.max_grad_norm!r}")
-        if not is_int(self.scored_samples) or self.scored_samples < 0:
-            raise SettingError("scored_samples", f"must be an integer >= 0, got {self.scored_samples!r}")
+        if not is_int(self.scored_negatives) or self.scored_negatives < 0:
+            raise SettingError("scored_negatives", f"must be an integer >= 0, got {self.scored_negatives!r}")
         if not is_int(self.judge_samples) or self.judge_samples < 0:
             raise SettingError("judge_samples", f"must be an integer >= 0, got {self.judge_samples!r}")
         if self.chatty_answers is not None and not (is_number(self.chatty_answers) and 0 <= self.chatty_answers <= 1):

@@ -12,6 +12,7 @@ across ranks before clipping; with ``--fsdp`` the reduce-scatter of every backwa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -108,7 +109,7 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
 
 def logprobs_and_hidden(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, temperature: float = 1.0,
                         hidden: bool = False, keep: torch.Tensor | None = None, allowed: AllowedIds | None = None,
-                        scored: ScoredRows | None = None, scored_samples: int = 0
+                        scored: ScoredRows | None = None, scored_samples: int = 0, scored_recorded: bool = False
                         ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """:func:`token_logprobs`, and with ``hidden`` the model's last hidden state (``[batch, length,
     hidden]``, after its final norm) from the same forward pass (None without).
@@ -127,7 +128,8 @@ def logprobs_and_hidden(model, input_ids: torch.Tensor, attention_mask: torch.Te
     among candidates has its last token's log-probability less the log-sum-exp of the candidates'
     scores after its prompt, so its tokens' sum is its log-probability under the candidates'
     softmax (:mod:`agentgym.agents.scoring`); the candidates are scored with gradients, from the
-    prompt's cache (all of them, or ``scored_samples`` drawn from the policy: :func:`scored_normalizers`).
+    prompt's cache (all of them, or ``scored_samples`` drawn from the policy, with ``scored_recorded``
+    from the scores the sampler recorded: :func:`scored_normalizers`).
     """
     if keep is not None and not hidden:
         keep = keep.bool()
@@ -135,20 +137,20 @@ def logprobs_and_hidden(model, input_ids: torch.Tensor, attention_mask: torch.Te
                                   input_ids[:, 1:][keep], temperature,
                                   None if allowed is None else _kept(allowed, keep))
         lp = torch.zeros(keep.shape, dtype=torch.float32, device=picked.device).masked_scatter(keep, picked)
-        return _less_normalizers(model, lp, input_ids, scored, temperature, scored_samples), None
+        return _less_normalizers(model, lp, input_ids, scored, temperature, scored_samples, scored_recorded), None
     extra = {"output_hidden_states": True} if hidden else {}
     out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False, **extra)
     lp = _logprobs(out.logits, input_ids, temperature, allowed)
-    return _less_normalizers(model, lp, input_ids, scored, temperature, scored_samples), (out.hidden_states[-1] if hidden else None)
+    return _less_normalizers(model, lp, input_ids, scored, temperature, scored_samples, scored_recorded), (out.hidden_states[-1] if hidden else None)
 
 
 def _less_normalizers(model, lp: torch.Tensor, input_ids: torch.Tensor, scored: ScoredRows | None,
-                      temperature: float, samples: int = 0) -> torch.Tensor:
+                      temperature: float, samples: int = 0, recorded: bool = False) -> torch.Tensor:
     """``lp`` with each scored reply's last token less its candidates' log-sum-exp
     (:func:`scored_normalizers`)."""
     if not scored:
         return lp
-    normalizers = [norm for norm, _ in scored_normalizers(model, input_ids, scored, temperature, samples)]
+    normalizers = [norm for norm, _ in scored_normalizers(model, input_ids, scored, temperature, samples, recorded)]
     rows = [row for row, _ in scored]
     positions = [reply.start + reply.length - 2 for _, reply in scored]  # position t predicts token t + 1
     index = (torch.tensor(rows, device=lp.device), torch.tensor(positions, device=lp.device))
@@ -176,15 +178,17 @@ def scored_candidates(model, input_ids: torch.Tensor, scored: ScoredRows, temper
 
 
 def scored_normalizers(model, input_ids: torch.Tensor, scored: ScoredRows, temperature: float = 1.0,
-                       samples: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+                       samples: int = 0, recorded: bool = False) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Each scored reply's ``(logsumexp_j S_j, the scores S)`` after its prompt.
 
     ``samples`` (with gradients enabled, and fewer than the reply's candidates): the value stays
-    exact, every candidate scored without a graph, and its gradient, ``E_{j ~ pi}[grad S_j]``, is
-    estimated from ``samples`` candidates drawn from ``pi = softmax(S)`` (with replacement; torch's
-    global random stream), the only ones scored with a graph. The estimate is unbiased, so the
-    policy gradient stays unbiased; a ScienceWorld kitchen lists 1,263 actions, and scoring all of
-    them with a graph was most of an update. 0: every candidate carries the gradient (exact)."""
+    exact and its gradient, ``E_{j ~ pi}[grad S_j]``, is estimated from ``samples`` candidates drawn
+    from ``pi = softmax(S)`` (with replacement; torch's global random stream), the only ones scored
+    with a graph. The estimate is unbiased, so the policy gradient stays unbiased; a ScienceWorld
+    kitchen lists 1,263 actions, and scoring all of them with a graph was most of an update. The
+    other candidates are scored without a graph, or, with ``recorded`` (the weights are the ones
+    that sampled: one optimizer step per rollout), not at all: the reply's recorded scores
+    (:attr:`ScoredReply.scores`) are these weights' own. 0: every candidate carries the gradient."""
     if samples <= 0 or not torch.is_grad_enabled():
         return [(torch.logsumexp(s, dim=0), s) for s in scored_candidates(model, input_ids, scored, temperature)]
     out = []
@@ -194,14 +198,42 @@ def scored_normalizers(model, input_ids: torch.Tensor, scored: ScoredRows, tempe
             out.append((torch.logsumexp(scores, dim=0), scores))
             continue
         prefix = input_ids[row, :reply.start].tolist()
-        with torch.no_grad():
-            scores = candidate_scores(model, prefix, reply.candidates, temperature)
+        if recorded and reply.scores is not None:
+            scores = torch.tensor(reply.scores, dtype=torch.float32, device=input_ids.device)
+        else:
+            with torch.no_grad():
+                scores = candidate_scores(model, prefix, reply.candidates, temperature)
         draws = torch.multinomial(torch.softmax(scores.double(), dim=0), samples, replacement=True)
         picked, counts = torch.unique(draws, return_counts=True)
         some = checkpoint(candidate_scores, model, prefix, [reply.candidates[j] for j in picked.tolist()],
                           temperature, use_reentrant=False)
         estimate = (counts.to(some.dtype) / samples * some).sum()
         out.append((torch.logsumexp(scores, dim=0) + (estimate - estimate.detach()), scores))
+    return out
+
+
+def sampled_softmax_normalizers(model, input_ids: torch.Tensor, scored: ScoredRows, negatives: int,
+                                temperature: float = 1.0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each scored reply's log-sum-exp over itself and ``negatives`` other candidates drawn uniformly
+    without replacement (torch's global random stream), the others' terms weighted by
+    ``(n - 1) / negatives`` so that the sum inside estimates the whole list's without bias: a
+    sampled softmax, the cold start's cheap stand-in for every candidate. Returns
+    ``(normalizer, the scores of [the reply, the drawn ones])``; a reply with no more than
+    ``negatives`` others gets its whole list (normalizer exact, scores in list order)."""
+    out = []
+    for row, reply in scored:
+        n = len(reply.candidates)
+        if n - 1 <= negatives:
+            (scores,) = scored_candidates(model, input_ids, [(row, reply)], temperature)
+            out.append((torch.logsumexp(scores, dim=0), scores))
+            continue
+        others = [j for j in range(n) if j != reply.pick]
+        drawn = [others[k] for k in torch.randperm(len(others))[:negatives].tolist()]
+        part = ScoredReply(reply.start, [reply.candidates[j] for j in [reply.pick, *drawn]], 0)
+        (scores,) = scored_candidates(model, input_ids, [(row, part)], temperature)
+        weights = torch.full_like(scores, math.log((n - 1) / negatives))
+        weights[0] = 0.0
+        out.append((torch.logsumexp(scores + weights, dim=0), scores))
     return out
 
 
@@ -532,7 +564,8 @@ def _micro_batch_backward(model, plan: UpdatePlan, idx: list[int], sums: dict[st
         lp, hidden = logprobs_and_hidden(model, batch["input_ids"], batch["attention_mask"], plan.temperature,
                                          hidden=any(term.needs_hidden_states for term, _ in terms),
                                          keep=None if terms else keep, allowed=batch.get("allowed"),
-                                         scored=batch.get("scored"), scored_samples=plan.configs[kind].scored_samples)
+                                         scored=batch.get("scored"), scored_samples=plan.configs[kind].scored_samples,
+                                         scored_recorded=plan.old_logprobs is None)
     loss, stats = _micro_batch_policy_loss(plan, kind, idx, batch, lp, keep)
     total = plan.weights[kind] * loss
     for term, count in terms:

@@ -29,6 +29,8 @@ class ScoredReply:
     candidates: list[list[int]]
     pick: int
     """Which candidate the sample holds."""
+    scores: tuple[float, ...] | None = None
+    """The candidates' scores under the weights that sampled the reply (the rollout's), when recorded."""
 
     @property
     def chosen(self) -> list[int]:
@@ -129,8 +131,10 @@ def _turn_allowed(turn) -> list[list[int] | None] | None:
     return list(allowed) if allowed is not None and len(allowed) == len(turn.completion.token_ids) else None
 
 
-def scored_reply(start: int, token_ids: Sequence[int], candidates: Sequence[Sequence[int]] | None) -> ScoredReply | None:
-    """The reply ``token_ids`` at ``start`` as chosen among ``candidates`` (None: a free reply)."""
+def scored_reply(start: int, token_ids: Sequence[int], candidates: Sequence[Sequence[int]] | None,
+                 scores: Sequence[float] | None = None) -> ScoredReply | None:
+    """The reply ``token_ids`` at ``start`` as chosen among ``candidates`` (None: a free reply), with
+    the candidates' ``scores`` when the sampler recorded them."""
     if candidates is None:
         return None
     listed = [list(c) for c in candidates]
@@ -138,7 +142,7 @@ def scored_reply(start: int, token_ids: Sequence[int], candidates: Sequence[Sequ
         pick = listed.index(list(token_ids))
     except ValueError:
         raise ValueError("a scored completion's tokens are none of its candidates") from None
-    return ScoredReply(start, listed, pick)
+    return ScoredReply(start, listed, pick, None if scores is None else tuple(float(v) for v in scores))
 
 
 def _listed(reply: ScoredReply | None) -> list[ScoredReply] | None:
@@ -148,7 +152,7 @@ def _listed(reply: ScoredReply | None) -> list[ScoredReply] | None:
 def _concat_scored(ep: Episode) -> list[ScoredReply] | None:
     if len(ep.turn_spans) != len(ep.turns):
         return None
-    out = [scored_reply(start, turn.completion.token_ids, turn.completion.candidate_ids)
+    out = [scored_reply(start, turn.completion.token_ids, turn.completion.candidate_ids, turn.completion.candidate_scores)
            for (start, _), turn in zip(ep.turn_spans, ep.turns)]
     return [r for r in out if r is not None] or None
 
@@ -190,7 +194,8 @@ def episode_samples(episodes: Sequence[Episode], advantages: Sequence, layout: s
                                   behaviour_logprobs=None if lps is None else [0.0] * len(turn.prompt_ids) + lps,
                                   allowed_token_ids=None if allowed is None
                                   else [None] * len(turn.prompt_ids) + allowed,
-                                  scored=_listed(scored_reply(len(turn.prompt_ids), ids, turn.completion.candidate_ids))))
+                                  scored=_listed(scored_reply(len(turn.prompt_ids), ids, turn.completion.candidate_ids,
+                                                             turn.completion.candidate_scores))))
         else:
             raise ValueError(f"unknown layout {layout!r}")
     return out
