@@ -42,6 +42,10 @@ RECORDED = "recorded"
 TINY_TOOLQA_PROMPT = "Search with <search>query</search>, then reply <answer>answer</answer>."
 TINY_ALFWORLD_PROMPT = "Solve the household task. Reply with the number of one admissible action."
 TINY_ALFWORLD_SCORED_PROMPT = "Solve the household task. Reply with one admissible action."
+TINY_FIND_PROMPT = "Find the thing the task names, focus on it, then move it where the task says. Reply with one action."
+FIND_TASKS = ["find-living-thing", "find-plant", "find-animal"]
+"""ScienceWorld's find tasks a learner can show progress on (``find-non-living-thing`` is left out:
+a random valid agent scores 0.63 there)."""
 
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "none": {},
@@ -74,13 +78,20 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                         "data_path": "generated:16000:tiny", "expert_policy": "search", "max_turns": 15,
                         "system_prompt": TINY_ALFWORLD_SCORED_PROMPT},
     },
+    "tiny-find-scored": {
+        # ScienceWorld's find tasks with the easy simplifications (doors open, teleporting allowed),
+        # the task and the last steps without the list (hundreds of actions: the policy scores each
+        # one apart, agentgym.agents.scoring), and 15 turns, about twice the gold paths' length
+        "ScienceWorld-v0": {"task": FIND_TASKS, "observation": "history", "history": 2, "scored_actions": True,
+                            "max_turns": 15, "system_prompt": TINY_FIND_PROMPT},
+    },
 }
 
 def preset_choices() -> tuple[str, ...]:
     """Every name ``--preset`` takes.
 
     >>> preset_choices()
-    ('auto', 'none', 'tiny', 'tiny-rooms', 'tiny-rooms-scored')
+    ('auto', 'none', 'tiny', 'tiny-rooms', 'tiny-rooms-scored', 'tiny-find-scored')
     """
     return (AUTO, *PRESETS)
 

@@ -42,6 +42,14 @@ RECIPES: dict[str, dict[str, Any]] = {
 # the same run with the policy scoring each listed action's words instead of sampling its number
 RECIPES["alfworld-l0-scored"] = {**RECIPES["alfworld-l0"], "preset": "tiny-rooms-scored",
                                  "output_dir": "runs/alfworld-l0-scored"}
+RECIPES["scienceworld-find"] = {
+    "env_id": "ScienceWorld-v0", "model": "tiny-small", "preset": "tiny-find-scored", "split": "train",
+    "layout": "window", "learning_rate": 1e-4, "beta": 0.0, "aggregation": "episode-mean", "scored_samples": 4,
+    "num_groups": 4, "group_size": 4, "num_steps": 40, "save_every": 10, "cpu_threads": 1,
+    "eval_split": "test", "eval_episodes": 48, "eval_every": 20, "output_dir": "runs/scienceworld-find",
+    "cold_start": {"expert_split": "train", "num_episodes": 256, "num_steps": 150, "batch_size": 16,
+                   "scored_negatives": 31},
+}
 """Recipe name -> the settings it sets, by the names :func:`agentgym.train.base.flags.build` takes."""
 
 
