@@ -80,7 +80,7 @@ def test_an_unknown_preset_is_one_line_naming_the_choices(capsys):
             parse(cls, ["--preset", "small"])
         assert e.value.code == 2
         err = capsys.readouterr().err
-        assert err == "error: --preset 'small' is not a preset; choose one of auto, none, tiny, tiny-rooms, tiny-rooms-scored\n"
+        assert err == "error: --preset 'small' is not a preset; choose one of auto, none, tiny, tiny-rooms, tiny-rooms-scored, tiny-find-scored\n"
 
 
 def test_the_alfworld_tiny_preset_is_made_by_the_env_and_wants_the_window_layout(capsys):

@@ -229,8 +229,8 @@ def test_a_recipe_sets_the_run_and_the_flags_go_over_it(module, tmp_path, capsys
     assert type(base) is type(module.defaults())
     seeded = parse(type(module.defaults()), ["--recipe=alfworld-l0", "--seed", "1", *out], default=module.defaults())
     assert seeded.run.seed == 1 and build(type(base), _default=seeded, seed=0) == base  # --seed changes only the seed
-    for argv, said in ((["--recipe", "nope"], "error: --recipe 'nope' is not a recipe; choose one of alfworld-l0, alfworld-l0-scored\n"),
-                       (["--recipe"], "error: --recipe needs a name: one of alfworld-l0, alfworld-l0-scored\n")):
+    for argv, said in ((["--recipe", "nope"], "error: --recipe 'nope' is not a recipe; choose one of alfworld-l0, alfworld-l0-scored, scienceworld-find\n"),
+                       (["--recipe"], "error: --recipe needs a name: one of alfworld-l0, alfworld-l0-scored, scienceworld-find\n")):
         with pytest.raises(SystemExit) as e:
             parse(type(module.defaults()), argv + out, default=module.defaults())
         assert e.value.code == 2 and capsys.readouterr().err == said

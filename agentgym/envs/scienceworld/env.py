@@ -113,6 +113,8 @@ class ScienceWorldEnv(AgentEnv):
       sends the expert's action, stays put when the agent's command was not understood (the world
       did not change), and gives ``None`` for the rest of the episode once the agent sends any
       other understood command, because the gold path no longer applies to the changed world.
+      With ``scored_actions=True`` it gives each step in the words of the listed action that does
+      it (:func:`listed_form`) and passes over steps the list does not offer (docs/envs/scienceworld.md).
     - ``admissible_actions``: put the engine's valid actions in ``info["admissible_actions"]``
       (default True). It is most of a step's cost; set False when the agent does not use them.
       After an "Ambiguous request" it lists the choice numbers the engine is waiting for.

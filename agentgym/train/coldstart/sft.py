@@ -69,6 +69,8 @@ def _recipe(cfg: SFTRunConfig) -> dict[str, Any]:
         sft.pop("explore", None)  # likewise: no exploration is the recipe made before the setting
     if not sft.get("prompt_loss_weight"):
         sft.pop("prompt_loss_weight", None)  # replies only: the recipe made before the setting
+    if not sft.get("scored_negatives"):
+        sft.pop("scored_negatives", None)  # every listed action: likewise
     if not sft.get("judge_samples"):
         # without judge samples the run is the one made before the setting existed: keep its
         # recipe, so cold starts cached then are still reused
