@@ -105,3 +105,28 @@ def test_window_update_times_both_updates_on_one_alfworld_batch_and_finds_them_e
     assert result["env_kwargs"]["observation"] == "history+admissible"  # the tiny preset's windowed prompts
     assert result["reply_tokens"] < result["tokens"] / 10
     assert len(result["times"]["now"]) == len(result["times"]["reference"]) == 1
+
+
+def test_scienceworld_find_reports_each_task_per_evaluation_from_a_runs_saved_episodes(tmp_path):
+    """``benchmarks/scienceworld_find.py`` reads the ``eval_step_N_test.jsonl`` files a trainer saves
+    (rows as ``agentgym.train.run.episode_log`` writes them, cut to the keys it reads)."""
+    episodes = tmp_path / "run" / "episodes"
+    episodes.mkdir(parents=True)
+    rows = {0: [("find-plant/200", 8.0, False), ("find-plant/210", 100.0, True), ("find-animal/250", 25.0, False)],
+            20: [("find-plant/200", 100.0, True), ("find-plant/210", 100.0, True), ("find-animal/250", 0.0, False)]}
+    for step, played in rows.items():
+        (episodes / f"eval_step_{step}_test.jsonl").write_text("".join(
+            json.dumps({"step": step, "split": "test", "task_id": t, "success": ok, "metrics": {"score": s}}) + "\n"
+            for t, s, ok in played))
+    (episodes / "step_1.jsonl").write_text("")  # training episodes are not read
+    out = tmp_path / "summary.json"
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "scienceworld_find.py"), str(tmp_path / "run"),
+                           "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(out.read_text())["runs"][str(tmp_path / "run")]
+    assert summary["0"]["find-plant"] == {"episodes": 2, "score": 0.54, "success": 0.5}
+    assert summary["20"]["find-plant"]["score"] == 1.0 and summary["20"]["find-animal"]["score"] == 0.0
+    assert summary["0"]["all"]["episodes"] == 3 and "DRRN 0.19" in done.stdout
+    empty = subprocess.run([sys.executable, str(BENCHMARKS / "scienceworld_find.py"), str(tmp_path)],
+                           capture_output=True, text=True)
+    assert empty.returncode == 2 and "no saved test evaluations" in empty.stderr

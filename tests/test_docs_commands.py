@@ -54,6 +54,12 @@ NOT_RUN = {
     '"task": "find-plant"': "ScienceWorld's tiny model replays 64 gold paths through the JVM to build its tokenizer "
                             "(minutes; tests/trainers/test_scored_actions_methods.py trains every method with "
                             "scored actions on ALFWorld, tests/envs/test_observations.py covers observation='history')",
+    "--recipe scienceworld-find": "ScienceWorld's tiny model replays 64 gold paths through the JVM to build its "
+                                  "tokenizer, and every turn scores hundreds of actions (tests/trainers/"
+                                  "test_scienceworld_learning.py runs the recipe's cold start scaled down and "
+                                  "evaluates it with agentgym eval; test_scored_actions_methods.py runs GRPO scored)",
+    "benchmarks/scienceworld_find.py": "reads the scienceworld-find recipe's runs (tests/test_benchmark_scripts.py "
+                                       "runs it on a saved evaluation)",
     "real_shapes.py --shape 1.5b": "the 1.5B shape's run (an hour on 2 cores); the 0.5b command beside it runs at "
                                    "the smoke shape, through the same commands",
     "benchmarks/lora_memory.py": "builds models of Qwen2.5-0.5B's shape (up to 13 GiB and minutes per case); "

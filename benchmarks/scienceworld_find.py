@@ -1,0 +1,67 @@
+"""The ``scienceworld-find`` recipe's results per find task, beside DRRN's published scores.
+
+Reads the held-out evaluations a run saved (``OUTPUT_DIR/episodes/eval_step_N_test.jsonl``: the
+cold start's at step 0, then every ``--eval-every`` steps) and reports, per task and evaluation,
+the mean score (ScienceWorld's 0-100 over 100, a failed task counting 0, as its results give it)
+and the success rate; every evaluation plays the same episodes (seeds), so a run's rows are paired.
+
+    python trainers/grpo.py --recipe scienceworld-find --seed 0 --output-dir runs/find-0
+    python benchmarks/scienceworld_find.py runs/find-0 runs/find-1 --out docs/results/scienceworld_find.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+DRRN = {"find-living-thing": 0.26, "find-plant": 0.19, "find-animal": 0.19}
+"""DRRN's test-variation scores on the three tasks (Wang et al., 2022, Table 3: 8 x 100k steps)."""
+
+_EVAL = re.compile(r"eval_step_(\d+)_test\.jsonl$")
+
+
+def run_summary(run_dir: Path) -> dict:
+    """Per evaluation step: per task and over all, episodes, mean score / 100 and success rate."""
+    steps = {}
+    for path in sorted((run_dir / "episodes").glob("eval_step_*_test.jsonl"), key=lambda p: int(_EVAL.search(p.name)[1])):
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        by_task: dict[str, list[dict]] = {}
+        for row in rows:
+            by_task.setdefault(row["task_id"].split("/")[0], []).append(row)
+        by_task["all"] = rows
+        steps[int(_EVAL.search(path.name)[1])] = {
+            task: {"episodes": len(eps),
+                   "score": round(statistics.fmean(ep["metrics"]["score"] / 100 for ep in eps), 4),
+                   "success": round(statistics.fmean(float(ep["success"]) for ep in eps), 4)}
+            for task, eps in sorted(by_task.items())}
+    return steps
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", help="output directories of scienceworld-find runs")
+    parser.add_argument("--out", default=None, help="write the summary as JSON here")
+    args = parser.parse_args(argv)
+    result = {"drrn_test_score": DRRN, "runs": {}}
+    for run in args.runs:
+        steps = run_summary(Path(run))
+        if not steps:
+            parser.error(f"{run}: no saved test evaluations (episodes/eval_step_N_test.jsonl)")
+        result["runs"][run] = steps
+        first, last = min(steps), max(steps)
+        for task in steps[first]:
+            a, b = steps[first][task], steps[last].get(task, {})
+            print(f"{run}  {task:18s} score {a['score']:.3f} -> {b.get('score', float('nan')):.3f}   "
+                  f"success {a['success']:.3f} -> {b.get('success', float('nan')):.3f}   "
+                  f"({a['episodes']} episodes, step {first} -> {last})" + (f"   DRRN {DRRN[task]:.2f}" if task in DRRN else ""))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
