@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 DRRN = {"find-living-thing": 0.26, "find-plant": 0.19, "find-animal": 0.19}
-"""DRRN's test-variation scores on the three tasks (Wang et al., 2022, Table 3: 8 x 100k steps)."""
+"""DRRN's test-variation scores on the three tasks (Wang et al., 2022, Table 2: 8 env threads x 100k steps, 100-step episodes)."""
 
 _EVAL = re.compile(r"eval_step_(\d+)_test\.jsonl$")
 
