@@ -410,12 +410,13 @@ def _entry_pattern(action: str, names: Sequence[Sequence[str]]) -> re.Pattern | 
     pos, parts = 0, []
     for ns in names:
         longest = sorted(ns, key=len, reverse=True)
-        found = min(((action.find(n, pos), -len(n)) for n in longest if action.find(n, pos) >= 0), default=None)
-        if found is None:
+        # the earliest name found from here, the longest of those found there
+        found = [(start, -len(n)) for n in longest if (start := action.find(n, pos)) >= 0]
+        if not found:
             return None
-        start, length = found[0], -found[1]
+        start, minus_length = min(found)
         parts += [re.escape(action[pos:start]), "(?:" + "|".join(map(re.escape, longest)) + ")(?: in [^,]+?)?"]
-        pos = start + length
+        pos = start - minus_length
     parts.append(re.escape(action[pos:]))
     return re.compile("".join(parts))
 

@@ -329,9 +329,9 @@ def sft_step(cfg: SFTRunConfig, model, optimizer, batch: list, pad_id: int, devi
                               else scored_normalizers(model, b["input_ids"], b["scored"]))
             loss = loss + sum(norm for norm, _ in normalized) / max(n_tokens, 1)
             scored_turns += len(normalized)
-            # the expert's action scored above every candidate scored (with negatives: the drawn ones;
-            # it is first among them, or the whole list in its order where the list is short)
-            scored_top += sum(int(torch.argmax(c)) == (reply.pick if len(c) == len(reply.candidates) else 0)
+            # the expert's action scored above every candidate scored (with negatives: the drawn ones,
+            # after the expert's action, which comes first)
+            scored_top += sum(int(torch.argmax(c)) == (0 if negatives else reply.pick)
                               for (_, c), (_, reply) in zip(normalized, b["scored"]))
         total += float(loss.detach())
         if prompt_weight:

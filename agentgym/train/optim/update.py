@@ -218,20 +218,17 @@ def sampled_softmax_normalizers(model, input_ids: torch.Tensor, scored: ScoredRo
     without replacement (torch's global random stream), the others' terms weighted by
     ``(n - 1) / negatives`` so that the sum inside estimates the whole list's without bias: a
     sampled softmax, the cold start's cheap stand-in for every candidate. Returns
-    ``(normalizer, the scores of [the reply, the drawn ones])``; a reply with no more than
-    ``negatives`` others gets its whole list (normalizer exact, scores in list order)."""
+    ``(normalizer, the scores of [the reply, the drawn ones])``, the reply's first; a reply with no
+    more than ``negatives`` others is scored against all of them (the normalizer exact)."""
     out = []
     for row, reply in scored:
-        n = len(reply.candidates)
-        if n - 1 <= negatives:
-            (scores,) = scored_candidates(model, input_ids, [(row, reply)], temperature)
-            out.append((torch.logsumexp(scores, dim=0), scores))
-            continue
-        others = [j for j in range(n) if j != reply.pick]
-        drawn = [others[k] for k in torch.randperm(len(others))[:negatives].tolist()]
-        part = ScoredReply(reply.start, [reply.candidates[j] for j in [reply.pick, *drawn]], 0)
+        others = [j for j in range(len(reply.candidates)) if j != reply.pick]
+        if len(others) > negatives:
+            others = [others[k] for k in torch.randperm(len(others))[:negatives].tolist()]
+        part = ScoredReply(reply.start, [reply.candidates[j] for j in [reply.pick, *others]], 0)
         (scores,) = scored_candidates(model, input_ids, [(row, part)], temperature)
-        weights = torch.full_like(scores, math.log((n - 1) / negatives))
+        # each drawn term stands for (n - 1) / k of the list's others (1 when all are drawn)
+        weights = torch.full_like(scores, math.log((len(reply.candidates) - 1) / max(len(others), 1)))
         weights[0] = 0.0
         out.append((torch.logsumexp(scores + weights, dim=0), scores))
     return out
