@@ -2,8 +2,9 @@
 
 Reads the held-out evaluations a run saved (``OUTPUT_DIR/episodes/eval_step_N_test.jsonl``: the
 cold start's at step 0, then every ``--eval-every`` steps) and reports, per task and evaluation,
-the mean score (ScienceWorld's 0-100 over 100, a failed task counting 0, as its results give it)
-and the success rate; every evaluation plays the same episodes (seeds), so a run's rows are paired.
+the mean score (ScienceWorld's 0-100 over 100, a failed task counting 0, as its results give it),
+the success rate, and how the episodes ended (``OUTCOMES``); every evaluation plays the same
+episodes (seeds), so a run's rows are paired.
 
     python trainers/grpo.py --recipe scienceworld-find --seed 0 --output-dir runs/find-0
     python benchmarks/scienceworld_find.py runs/find-0 runs/find-1 --out docs/results/scienceworld_find.json
@@ -21,11 +22,28 @@ from pathlib import Path
 DRRN = {"find-living-thing": 0.26, "find-plant": 0.19, "find-animal": 0.19}
 """DRRN's test-variation scores on the three tasks (Wang et al., 2022, Table 2: 8 env threads x 100k steps, 100-step episodes)."""
 
+OUTCOMES = ("solved", "focused", "failed", "unfocused")
+"""How a find episode ends: ``solved``; ``focused`` on the right thing but not moved where the task
+says by the last turn (the engine's score rises at the focus); ``failed``, the engine's -100 (in the
+find tasks, a focus on the wrong thing ends the episode); ``unfocused``, no focus by the last turn."""
+
 _EVAL = re.compile(r"eval_step_(\d+)_test\.jsonl$")
 
 
+def outcome(episode: dict) -> str:
+    """Which of ``OUTCOMES`` a saved episode (a row of ``eval_step_N_test.jsonl``) is."""
+    if episode["success"]:
+        return "solved"
+    if episode["metrics"]["engine_score"] < 0:
+        return "failed"
+    if any(turn["reply"].strip().startswith("focus on") for turn in episode["turns"]):
+        return "focused"
+    return "unfocused"
+
+
 def run_summary(run_dir: Path) -> dict:
-    """Per evaluation step: per task and over all, episodes, mean score / 100 and success rate."""
+    """Per evaluation step: per task and over all, episodes, mean score / 100, success rate and the
+    episodes per outcome."""
     steps = {}
     for path in sorted((run_dir / "episodes").glob("eval_step_*_test.jsonl"), key=lambda p: int(_EVAL.search(p.name)[1])):
         rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -36,7 +54,8 @@ def run_summary(run_dir: Path) -> dict:
         steps[int(_EVAL.search(path.name)[1])] = {
             task: {"episodes": len(eps),
                    "score": round(statistics.fmean(ep["metrics"]["score"] / 100 for ep in eps), 4),
-                   "success": round(statistics.fmean(float(ep["success"]) for ep in eps), 4)}
+                   "success": round(statistics.fmean(float(ep["success"]) for ep in eps), 4),
+                   "outcomes": {name: sum(outcome(ep) == name for ep in eps) for name in OUTCOMES}}
             for task, eps in sorted(by_task.items())}
     return steps
 
@@ -58,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{run}  {task:18s} score {a['score']:.3f} -> {b.get('score', float('nan')):.3f}   "
                   f"success {a['success']:.3f} -> {b.get('success', float('nan')):.3f}   "
                   f"({a['episodes']} episodes, step {first} -> {last})" + (f"   DRRN {DRRN[task]:.2f}" if task in DRRN else ""))
+        ends = {step: steps[step]["all"]["outcomes"] for step in (first, last)}
+        print(f"{run}  episodes by outcome, step {first} -> {last}: " + ", ".join(
+            f"{name} {ends[first][name]} -> {ends[last][name]}" for name in OUTCOMES))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     return 0

@@ -112,21 +112,31 @@ def test_scienceworld_find_reports_each_task_per_evaluation_from_a_runs_saved_ep
     (rows as ``agentgym.train.run.episode_log`` writes them, cut to the keys it reads)."""
     episodes = tmp_path / "run" / "episodes"
     episodes.mkdir(parents=True)
-    rows = {0: [("find-plant/200", 8.0, False), ("find-plant/210", 100.0, True), ("find-animal/250", 25.0, False)],
-            20: [("find-plant/200", 100.0, True), ("find-plant/210", 100.0, True), ("find-animal/250", 0.0, False)]}
+    # (task, score, engine score, success, replies): a wrong focus is the engine's -100, counted 0
+    rows = {0: [("find-plant/200", 8.0, 8.0, False, ["go to hallway"]),
+                ("find-plant/210", 100.0, 100.0, True, ["focus on fern", "move fern to red box"]),
+                ("find-animal/250", 0.0, -100.0, False, ["focus on dove egg"])],
+            20: [("find-plant/200", 100.0, 100.0, True, ["focus on rose", "move rose to blue box"]),
+                 ("find-plant/210", 100.0, 100.0, True, ["focus on fern", "move fern to red box"]),
+                 ("find-animal/250", 75.0, 75.0, False, ["go to outside", "focus on wolf"])]}
     for step, played in rows.items():
         (episodes / f"eval_step_{step}_test.jsonl").write_text("".join(
-            json.dumps({"step": step, "split": "test", "task_id": t, "success": ok, "metrics": {"score": s}}) + "\n"
-            for t, s, ok in played))
+            json.dumps({"step": step, "split": "test", "task_id": t, "success": ok,
+                        "metrics": {"score": s, "engine_score": engine}, "turns": [{"reply": r} for r in replies]}) + "\n"
+            for t, s, engine, ok, replies in played))
     (episodes / "step_1.jsonl").write_text("")  # training episodes are not read
     out = tmp_path / "summary.json"
     done = subprocess.run([sys.executable, str(BENCHMARKS / "scienceworld_find.py"), str(tmp_path / "run"),
                            "--out", str(out)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     summary = json.loads(out.read_text())["runs"][str(tmp_path / "run")]
-    assert summary["0"]["find-plant"] == {"episodes": 2, "score": 0.54, "success": 0.5}
-    assert summary["20"]["find-plant"]["score"] == 1.0 and summary["20"]["find-animal"]["score"] == 0.0
+    assert summary["0"]["find-plant"] == {"episodes": 2, "score": 0.54, "success": 0.5,
+                                          "outcomes": {"solved": 1, "focused": 0, "failed": 0, "unfocused": 1}}
+    assert summary["20"]["find-plant"]["score"] == 1.0 and summary["20"]["find-animal"]["score"] == 0.75
+    assert summary["0"]["all"]["outcomes"] == {"solved": 1, "focused": 0, "failed": 1, "unfocused": 1}
+    assert summary["20"]["all"]["outcomes"] == {"solved": 2, "focused": 1, "failed": 0, "unfocused": 0}
     assert summary["0"]["all"]["episodes"] == 3 and "DRRN 0.19" in done.stdout
+    assert "failed 1 -> 0" in done.stdout
     empty = subprocess.run([sys.executable, str(BENCHMARKS / "scienceworld_find.py"), str(tmp_path)],
                            capture_output=True, text=True)
     assert empty.returncode == 2 and "no saved test evaluations" in empty.stderr
