@@ -220,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
             device = resolve_device(args.device)
         except ValueError as e:
             parser.exit(2, f"agentgym eval: error: --device: {e}\n")
-        path = resolve_model_path(args.model, (args.env_id,))
+        # a tiny model is the one a trainer starts from with these env settings (its tokenizer's corpus
+        # is played with their observation options)
+        path = resolve_model_path(args.model, (args.env_id,), env_kwargs)
         if device == "cpu":
             torch.set_num_threads(1)
         policy = HFPolicy(load_model(path, device, trainable=False), load_tokenizer(path), sampling)
@@ -246,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
           f"success {result['success_rate']:.3f}  PRS return {result['prs_return']:.3f}")
     print("terms: " + "  ".join(f"{k} {v:.3f}" for k, v in result["terms"].items()))
     if args.output:
+        # the model evaluated: a served model's name, or the directory read (a tiny model's build)
+        result = {"model": args.model if args.base_url else os.path.abspath(path), **result}
         try:
             os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
             with open(args.output, "w") as f:

@@ -11,6 +11,7 @@ On seeds 0 and 1 the untrained model scored 0.08 and the cold start 0.18 and 0.1
 smaller gain."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -34,11 +35,14 @@ def test_a_scored_cold_start_on_gold_paths_raises_the_test_variation_score(tmp_p
                            layout="window", split="train", num_episodes=24, num_steps=30, batch_size=16,
                            scored_negatives=15, seed=0, output_dir=str(tmp_path / "sft"), quiet=True,
                            progress=False, tensorboard=False))
-    scores = {}
+    scores, models = {}, {}
     for name, model in (("untrained", "tiny-small"), ("cold start", final)):
         out = tmp_path / f"{name}.json"
         assert cli_main(["eval", "--model", model, "--env-id", "ScienceWorld-v0", "--preset", "tiny-find-scored",
                          "--env-kwargs", '{"max_turns": 10}', "--split", "test", "--num-episodes", "8",
                          "--batch-size", "8", "--output", str(out)]) == 0
-        scores[name] = json.loads(out.read_text())["metrics"]["score"] / 100
+        result = json.loads(out.read_text())
+        scores[name], models[name] = result["metrics"]["score"] / 100, Path(result["model"])
+    # the untrained model is the one the cold start began from: its tokenizer, built on the preset's view
+    assert (models["untrained"] / "tokenizer.json").read_text() == (models["cold start"] / "tokenizer.json").read_text()
     assert scores["cold start"] - scores["untrained"] >= MARGIN, scores
