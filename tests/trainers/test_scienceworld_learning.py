@@ -7,8 +7,9 @@ steps, every valid action scored whole), trained by ``trainers/sft.py`` on the g
 train variations with sampled negatives, then both models played by ``agentgym eval`` on the same
 8 test-variation episodes of up to 10 turns (greedy; the gold paths play 6-10), as a user runs them.
 On seeds 0 and 1 the untrained model scored 0.08 and the cold start 0.18 and 0.17 (gains 0.10 and
-0.09; 11.5 minutes each beside a one-thread training run on two cores); the test asserts half the
-smaller gain."""
+0.09); the test asserts half the smaller gain. It took 863 s on seed 0 beside two one-thread training
+runs on two cores, about 250 s of it playing 64 gold paths for the tiny model's tokenizer, once: the
+untrained model ``agentgym eval`` builds is the cold start's base, tokenizer included."""
 
 import json
 from pathlib import Path
@@ -43,6 +44,9 @@ def test_a_scored_cold_start_on_gold_paths_raises_the_test_variation_score(tmp_p
                          "--batch-size", "8", "--output", str(out)]) == 0
         result = json.loads(out.read_text())
         scores[name], models[name] = result["metrics"]["score"] / 100, Path(result["model"])
-    # the untrained model is the one the cold start began from: its tokenizer, built on the preset's view
-    assert (models["untrained"] / "tokenizer.json").read_text() == (models["cold start"] / "tokenizer.json").read_text()
+    # the untrained model is the one the cold start began from: its tokenizer's vocabulary and merges,
+    # learned from the expert text as the preset's view shows it (the file's other fields are rewritten
+    # when a checkpoint saves it)
+    bpe = {name: json.loads((path / "tokenizer.json").read_text())["model"] for name, path in models.items()}
+    assert [bpe["untrained"][k] == bpe["cold start"][k] for k in ("vocab", "merges")] == [True, True]
     assert scores["cold start"] - scores["untrained"] >= MARGIN, scores
