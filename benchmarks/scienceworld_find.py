@@ -7,7 +7,13 @@ the success rate, and how the episodes ended (``OUTCOMES``); every evaluation pl
 episodes (seeds), so a run's rows are paired.
 
     python trainers/grpo.py --recipe scienceworld-find --seed 0 --output-dir runs/find-0
-    python benchmarks/scienceworld_find.py runs/find-0 runs/find-1 --out docs/results/scienceworld_find.json
+    agentgym eval --model tiny-small --env-id ScienceWorld-v0 --preset tiny-find-scored --split test \
+        --num-episodes 48 --batch-size 32 --seed 10000 --temperature 1.0 --window 2 --output untrained.json
+    python benchmarks/scienceworld_find.py runs/find-0 runs/find-1 --untrained untrained.json \
+        --out docs/results/scienceworld_find.json
+
+``--untrained`` adds the untrained model's result on the same episodes (``agentgym eval --output``,
+with the trainers' held-out settings: the seed of their first episode, temperature 1, window 2).
 """
 
 from __future__ import annotations
@@ -63,9 +69,18 @@ def run_summary(run_dir: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="output directories of scienceworld-find runs")
+    parser.add_argument("--untrained", default=None, metavar="EVAL_JSON",
+                        help="an `agentgym eval --output` file of the untrained model on the same episodes")
     parser.add_argument("--out", default=None, help="write the summary as JSON here")
     args = parser.parse_args(argv)
     result = {"drrn_test_score": DRRN, "runs": {}}
+    if args.untrained:
+        played = json.loads(Path(args.untrained).read_text())
+        result["untrained"] = {"model": played.get("model"), "episodes": played["num_episodes"],
+                               "score": round(played["metrics"]["score"] / 100, 4),
+                               "success": round(played["success_rate"], 4)}
+        print(f"untrained  all  score {result['untrained']['score']:.3f}   success "
+              f"{result['untrained']['success']:.3f}   ({played['num_episodes']} episodes)")
     for run in args.runs:
         steps = run_summary(Path(run))
         if not steps:

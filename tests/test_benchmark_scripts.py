@@ -125,10 +125,13 @@ def test_scienceworld_find_reports_each_task_per_evaluation_from_a_runs_saved_ep
                         "metrics": {"score": s, "engine_score": engine}, "turns": [{"reply": r} for r in replies]}) + "\n"
             for t, s, engine, ok, replies in played))
     (episodes / "step_1.jsonl").write_text("")  # training episodes are not read
-    out = tmp_path / "summary.json"
+    out, untrained = tmp_path / "summary.json", tmp_path / "untrained.json"
+    # agentgym eval --output, cut to the keys the script reads
+    untrained.write_text(json.dumps({"model": "/m", "num_episodes": 3, "success_rate": 0.0, "metrics": {"score": 8.5}}))
     done = subprocess.run([sys.executable, str(BENCHMARKS / "scienceworld_find.py"), str(tmp_path / "run"),
-                           "--out", str(out)], capture_output=True, text=True)
+                           "--untrained", str(untrained), "--out", str(out)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text())["untrained"] == {"model": "/m", "episodes": 3, "score": 0.085, "success": 0.0}
     summary = json.loads(out.read_text())["runs"][str(tmp_path / "run")]
     assert summary["0"]["find-plant"] == {"episodes": 2, "score": 0.54, "success": 0.5,
                                           "outcomes": {"solved": 1, "focused": 0, "failed": 0, "unfocused": 1}}
