@@ -59,7 +59,7 @@ WHY_SLOW = ("engine", "learning", "browser", "network", "multiproc")
 # - The longest modules start first, so none of them starts last and runs alone at the end (their
 #   seconds alone on 2 cores, serially: the main job's learning test 980, the ALFWorld learning
 #   test 810, the docs' commands about 1,000 over all pages, the ScienceWorld learning test about
-#   860 beside two training runs). Only the order changes.
+#   780 beside a training run). Only the order changes.
 SHARED_WORKER = {"tests/vector/test_ray_backend.py": "ray", "tests/vector/test_ray_cluster.py": "ray"}
 LONGEST_FIRST = ("tests/trainers/test_learning.py", "tests/trainers/test_alfworld_learning.py",
                  "tests/test_docs_commands.py", "tests/trainers/test_scienceworld_learning.py")
