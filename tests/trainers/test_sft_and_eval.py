@@ -1,4 +1,5 @@
 import json
+import os
 
 import gymnasium as gym
 import pytest
@@ -47,6 +48,10 @@ def test_eval_cli_on_the_tiny_model(tmp_path, capsys):
     assert "success" in printed and "PRS return" in printed and "format" in printed
     result = json.loads(out.read_text())
     assert result["num_episodes"] == 4 and set(result["terms"]) == {"format", "tool", "answer"}
+    # the model evaluated: the tiny model's build, as the trainers resolve it
+    from agentgym.agents.tiny import resolve_model_path
+
+    assert result["model"] == os.path.abspath(resolve_model_path("tiny", ("ToolQA-v0",)))
     # --seed also seeds the sampling, so a sampled evaluation (--temperature > 0) repeats itself
     import torch
 
@@ -90,6 +95,7 @@ def test_eval_cli_plays_with_the_env_kwargs_the_checkpoint_was_trained_with(tmp_
     assert cli_main(["eval", "--model", ckpt, "--num-episodes", "2", "--batch-size", "2", "--max-new-tokens", "4",
                      "--output", str(out)]) == 0
     assert json.loads(out.read_text())["turns"] == 1.0
+    assert json.loads(out.read_text())["model"] == os.path.abspath(ckpt)
 
 
 def test_eval_cli_plays_a_split_no_larger_than_its_episodes_whole(tmp_path, chat_server, capsys):
