@@ -94,6 +94,12 @@ SHRINK = [
      "--override '{\"num_groups\": 1, \"group_size\": 2, \"max_new_tokens\": 4}'"),
     (r"^agentgym eval", "--num-episodes 2 --batch-size 2 --max-new-tokens 4"),
     (r"^agentgym expert-data", "--episodes 2"),
+    # the board over all three envs without its tiny agent: a tiny model for a board with ScienceWorld
+    # replays 64 gold paths through the JVM for its tokenizer (about four minutes on 2 cores, most of
+    # this page's time). tests/leaderboard/test_toolqa_board.py scores the tiny agent on a board and
+    # tests/trainers/test_scienceworld_learning.py builds a ScienceWorld tiny model.
+    (r"leaderboard\.py --agents expert random tiny --envs .*ScienceWorld-v0", "--agents expert random --limit 1 "
+     "--max-new-tokens 4"),
     (r"(agentgym leaderboard|benchmarks/leaderboard\.py)( --agents|$)", "--limit 1 --max-new-tokens 4"),
 ]
 ALFWORLD_SMALL = "--env-kwargs '{\"max_turns\": 30}' --window 1"
