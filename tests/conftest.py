@@ -57,12 +57,12 @@ WHY_SLOW = ("engine", "learning", "browser", "network", "multiproc")
 #   build on. Ray's two modules share a worker: `ray.init()` joins a cluster another test started on
 #   this machine, and the cluster test's `ray stop --force` ends every Ray process here.
 # - The longest modules start first, so none of them starts last and runs alone at the end (their
-#   seconds alone on 2 cores, serially: the main job's learning test 980, the ALFWorld learning
-#   test 810, the docs' commands about 1,000 over all pages, the ScienceWorld learning test about
-#   780 beside a training run). Only the order changes.
+#   seconds in one `pytest -n auto` on a quiet 2-core AVX-512 machine, 1,651 s in all: the ToolQA
+#   learning tests 647, the ALFWorld learning test 449, the ScienceWorld learning test 428, the
+#   docs' commands 336 over all pages). Only the order changes.
 SHARED_WORKER = {"tests/vector/test_ray_backend.py": "ray", "tests/vector/test_ray_cluster.py": "ray"}
 LONGEST_FIRST = ("tests/trainers/test_learning.py", "tests/trainers/test_alfworld_learning.py",
-                 "tests/test_docs_commands.py", "tests/trainers/test_scienceworld_learning.py")
+                 "tests/trainers/test_scienceworld_learning.py", "tests/test_docs_commands.py")
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without the plugin loaded it is never called

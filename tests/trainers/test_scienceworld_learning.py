@@ -7,9 +7,10 @@ steps, every valid action scored whole), trained by ``trainers/sft.py`` on the g
 train variations with sampled negatives, then both models played by ``agentgym eval`` on the same
 8 test-variation episodes of up to 10 turns (greedy; the gold paths play 6-10), as a user runs them.
 On seeds 0 and 1 the untrained model scored 0.08 and the cold start 0.18 and 0.17 (gains 0.10 and
-0.09); the test asserts half the smaller gain. It took 783 s on seed 0 beside a one-thread training
-run on two cores, about 250 s of it playing 64 gold paths for the tiny model's tokenizer, once: the
-untrained model ``agentgym eval`` builds is the cold start's base, tokenizer included."""
+0.09); the test asserts half the smaller gain. It took 428 s in a quiet ``pytest -n auto`` on two
+cores (beside the other worker's tests) and 783 s beside a one-thread training run, about 250 s of
+it playing 64 gold paths for the tiny model's tokenizer, once: the untrained model ``agentgym eval``
+builds is the cold start's base, tokenizer included."""
 
 import json
 from pathlib import Path
