@@ -94,8 +94,8 @@ def test_eval_cli_plays_with_the_env_kwargs_the_checkpoint_was_trained_with(tmp_
     out = tmp_path / "r.json"
     assert cli_main(["eval", "--model", ckpt, "--num-episodes", "2", "--batch-size", "2", "--max-new-tokens", "4",
                      "--output", str(out)]) == 0
-    assert json.loads(out.read_text())["turns"] == 1.0
-    assert json.loads(out.read_text())["model"] == os.path.abspath(ckpt)
+    result = json.loads(out.read_text())
+    assert result["turns"] == 1.0 and result["model"] == os.path.abspath(ckpt)
 
 
 def test_eval_cli_plays_a_split_no_larger_than_its_episodes_whole(tmp_path, chat_server, capsys):
