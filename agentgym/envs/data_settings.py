@@ -35,7 +35,7 @@ from typing import Any
 
 TASK_SHAPING = frozenset({
     # every env (agentgym.envs.base.AgentEnv)
-    "max_turns", "reward_mode", "prs_weights", "tau_fmt", "prs_stage", "expert", "render_mode",
+    "max_turns", "reward_mode", "prs_weights", "tau_fmt", "prs_stage", "prs_aggregate", "expert", "render_mode",
     "max_action_chars", "max_observation_chars", "system_prompt", "observation", "history",
     "action_format", "mark_played", "constrained_choice", "scored_actions",
     # which tasks: every family's split and task selectors

@@ -4,7 +4,7 @@
 always has (``gym.make("ALFWorld-v0", reward_mode="binary", observation="history+admissible")``):
 
 - :class:`RewardSettings`: how turns are paid (``reward_mode``, ``prs_weights``, ``tau_fmt``,
-  ``prs_stage``).
+  ``prs_stage``, ``prs_aggregate``).
 - :class:`TextLimits`: how long an episode, an action and an observation may be (``max_turns``,
   ``max_action_chars``, ``max_observation_chars``), and the text spaces they give.
 - :class:`ChoiceSettings`: how the admissible actions an engine lists are shown and chosen
@@ -44,6 +44,9 @@ class RewardSettings:
     """the format gate (None: the env's own)"""
     prs_stage: float | None = None
     """the PRS stage episodes start at (None: the final stage, full reward)"""
+    prs_aggregate: Mapping[str, str] | None = None
+    """how a term's step values become its episode value, per term: ``mean``, ``last`` or ``max``
+    (None: the env's own, e.g. ``{"progress": "max"}`` keeps the best progress an episode reached)"""
 
     def __post_init__(self) -> None:
         if self.reward_mode not in REWARD_MODES:
@@ -51,8 +54,8 @@ class RewardSettings:
         object.__setattr__(self, "prs_stage", arguments.prs_stage(self.prs_stage))
 
     def spec(self, base: PRSSpec) -> PRSSpec:
-        """The env's PRS terms (``base``) under these weights and format gate (checked there)."""
-        return base.with_weights(self.prs_weights, self.tau_fmt)
+        """The env's PRS terms (``base``) under these weights, format gate and aggregates (checked there)."""
+        return base.with_weights(self.prs_weights, self.tau_fmt).with_aggregate(self.prs_aggregate)
 
 
 @dataclass(frozen=True)

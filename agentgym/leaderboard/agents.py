@@ -39,8 +39,8 @@ from agentgym.prompts import MAX_ACTION_CHARS, episode_to_messages
 # long and how it is scored, which is the board's to say (the same tasks, turn limit, judge and
 # success criterion for every agent of a row). Any other recorded key passes the allow-list of
 # agentgym.envs.data_settings: one that reaches a process or a path outside the checkpoint is refused.
-SCORING_KWARGS = frozenset({"reward_mode", "prs_weights", "tau_fmt", "prs_stage", "judge", "judge_kwargs",
-                            "success_threshold"})
+SCORING_KWARGS = frozenset({"reward_mode", "prs_weights", "tau_fmt", "prs_stage", "prs_aggregate", "judge",
+                            "judge_kwargs", "success_threshold"})
 """Env settings that decide how an episode is scored: only the board sets them (``--env-kwargs``),
 the same for every agent; an agent whose own ``env_kwargs`` set one does not play."""
 BOARD_KWARGS = frozenset({"data_path", "split", "task", "task_types", "question_kinds", "dataset", "corpus",

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Aggregate = Literal["mean", "last", "max"]
+AGGREGATES: tuple[Aggregate, ...] = ("mean", "last", "max")
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,26 @@ class PRSSpec:
                 new_weights = dict(zip(self.terms, map(float, weights)))
         return PRSSpec(self.stages, new_weights, self.aggregate,
                        self.tau_fmt if tau_fmt is None else float(tau_fmt))
+
+    def with_aggregate(self, aggregate: Mapping[str, str] | None = None) -> PRSSpec:
+        """A copy in which the terms ``aggregate`` names combine their steps another way
+        (``mean``, ``last`` or ``max``); the others keep theirs.
+
+        >>> EMBODIED_PRS.with_aggregate({"progress": "max"}).aggregate["progress"]
+        'max'
+        """
+        if not aggregate:
+            return self
+        if not isinstance(aggregate, Mapping):
+            raise ValueError(f"PRS aggregate must be a mapping of term -> one of {list(AGGREGATES)}, "
+                             f"got {aggregate!r}")
+        unknown = set(aggregate) - set(self.terms)
+        if unknown:
+            raise ValueError(f"unknown PRS terms {sorted(unknown)}; known: {list(self.terms)}")
+        bad = {t: how for t, how in aggregate.items() if how not in AGGREGATES}
+        if bad:
+            raise ValueError(f"PRS aggregate must be one of {list(AGGREGATES)} per term, got {bad}")
+        return PRSSpec(self.stages, self.weights, {**self.aggregate, **aggregate}, self.tau_fmt)
 
     def stage_weights(self, stage: float | None = None) -> dict[str, float]:
         """Term weights at ``stage`` (None: the final stage), renormalized to sum to one."""

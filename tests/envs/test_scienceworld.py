@@ -165,6 +165,27 @@ def test_failing_the_task_terminates_without_success(env):
     assert info["metrics"]["score"] == 0.0 and info["metrics"]["engine_score"] == info["score"] == -100
 
 
+def test_prs_aggregate_max_keeps_the_progress_a_failed_task_reached():
+    # a wrong focus after the first scoring step: by default the failure's progress 0 is the episode's,
+    # with prs_aggregate={"progress": "max"} the 8 points reached before it stay; the score ScienceWorld's
+    # results give (info["metrics"]["score"]) is 0 either way
+    returns = {}
+    for how in ("last", "max"):  # "last" is the default
+        e = gym.make("ScienceWorld-v0", prs_aggregate={"progress": how})
+        try:
+            e.reset(seed=0, options={"task_id": "find-plant/0"})
+            _, _, _, _, info = e.step("open door to greenhouse")
+            assert info["score"] == 8
+            _, _, term, _, info = e.step("focus on picture")
+        finally:
+            e.close()
+        assert term and info["score"] == -100 and info["metrics"]["score"] == 0.0
+        returns[how] = (info["episode_terms"]["progress"], info["episode_return"])
+    assert returns == pytest.approx({"last": (0.0, 0.2), "max": (0.08, 0.2 + 0.3 * 0.08)})
+    with pytest.raises(ValueError, match="unknown PRS terms"):
+        gym.make("ScienceWorld-v0", prs_aggregate={"answer": "max"})
+
+
 def test_ambiguous_commands_offer_the_choice_numbers(env):
     env.reset(seed=0, options={"task_id": "boil/0"})
     obs, *_, info = env.step("open door")

@@ -26,6 +26,24 @@ def test_format_gate_blocks_later_stages():
     assert t2.episode_return == pytest.approx(0.05 + 0.7)
 
 
+def test_aggregate_override_keeps_the_best_progress():
+    # ScienceWorld's failure drops progress to 0; with "max" the episode keeps what it reached
+    steps = [{"format": 1, "valid": 1, "progress": 0.2}, {"format": 1, "valid": 1, "progress": 0.0}]
+    returns = {}
+    for how in ("last", "max"):
+        tracker = PRSTracker(EMBODIED_PRS.with_aggregate({"progress": how}))
+        rewards = [tracker.add(step) for step in steps]
+        assert sum(rewards) == pytest.approx(tracker.episode_return)
+        returns[how] = tracker.episode_return
+    assert returns == pytest.approx({"last": 0.2, "max": 0.2 + 0.3 * 0.2})
+    assert EMBODIED_PRS.with_aggregate(None) is EMBODIED_PRS
+    assert EMBODIED_PRS.with_aggregate({"progress": "max"}).aggregate["success"] == "max"
+    for bad, says in (({"progres": "max"}, "unknown PRS terms"), ({"progress": "min"}, "one of"),
+                      (["max"], "a mapping")):
+        with pytest.raises(ValueError, match=says):
+            EMBODIED_PRS.with_aggregate(bad)
+
+
 def test_bad_turn_lowers_that_steps_reward():
     tracker = PRSTracker(TOOLQA_PRS)
     first = tracker.add({"format": 1.0, "tool": 1.0})
