@@ -4,7 +4,8 @@ Reads the held-out evaluations a run saved (``OUTPUT_DIR/episodes/eval_step_N_te
 cold start's at step 0, then every ``--eval-every`` steps) and reports, per task and evaluation,
 the mean score (ScienceWorld's 0-100 over 100, a failed task counting 0, as its results give it),
 the success rate, and how the episodes ended (``OUTCOMES``); every evaluation plays the same
-episodes (seeds), so a run's rows are paired.
+episodes (seeds), so a run's rows are paired, and ``paired`` compares its last evaluation with its
+first episode by episode (the gain, its standard error, the episodes up and down).
 
     python trainers/grpo.py --recipe scienceworld-find --seed 0 --output-dir runs/find-0
     agentgym eval --model tiny-small --env-id ScienceWorld-v0 --preset tiny-find-scored --split test \
@@ -66,6 +67,23 @@ def run_summary(run_dir: Path) -> dict:
     return steps
 
 
+def paired_gain(run_dir: Path, first: int, last: int) -> dict:
+    """Evaluation ``last`` against ``first`` episode by episode (every evaluation plays the same
+    episodes in the same order): the mean score gain with its standard error, the episodes whose
+    score rose and fell, and the mean turns an episode took at each."""
+    def rows(step):
+        path = run_dir / "episodes" / f"eval_step_{step}_test.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    before, after = rows(first), rows(last)
+    if [r["task_id"] for r in before] != [r["task_id"] for r in after]:
+        raise ValueError(f"{run_dir}: evaluations {first} and {last} did not play the same episodes")
+    gains = [(b["metrics"]["score"] - a["metrics"]["score"]) / 100 for a, b in zip(before, after)]
+    se = statistics.stdev(gains) / len(gains) ** 0.5 if len(gains) > 1 else float("nan")
+    return {"steps": [first, last], "episodes": len(gains), "gain": round(statistics.fmean(gains), 4),
+            "standard_error": round(se, 4), "up": sum(g > 0 for g in gains), "down": sum(g < 0 for g in gains),
+            "turns": [round(statistics.fmean(len(r["turns"]) for r in played), 1) for played in (before, after)]}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="output directories of scienceworld-find runs")
@@ -73,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="an `agentgym eval --output` file of the untrained model on the same episodes")
     parser.add_argument("--out", default=None, help="write the summary as JSON here")
     args = parser.parse_args(argv)
-    result = {"drrn_test_score": DRRN, "runs": {}}
+    result = {"drrn_test_score": DRRN, "runs": {}, "paired": {}}
     if args.untrained:
         played = json.loads(Path(args.untrained).read_text())
         result["untrained"] = {"model": played.get("model"), "episodes": played["num_episodes"],
@@ -92,6 +110,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{run}  {task:18s} score {a['score']:.3f} -> {b.get('score', float('nan')):.3f}   "
                   f"success {a['success']:.3f} -> {b.get('success', float('nan')):.3f}   "
                   f"({a['episodes']} episodes, step {first} -> {last})" + (f"   DRRN {DRRN[task]:.2f}" if task in DRRN else ""))
+        if last != first:
+            pair = result["paired"][run] = paired_gain(Path(run), first, last)
+            print(f"{run}  paired over {pair['episodes']} episodes, step {first} -> {last}: gain "
+                  f"{pair['gain']:+.3f} +- {pair['standard_error']:.3f} (s.e.), up {pair['up']} / down {pair['down']}, "
+                  f"turns {pair['turns'][0]} -> {pair['turns'][1]}")
         ends = {step: steps[step]["all"]["outcomes"] for step in (first, last)}
         print(f"{run}  episodes by outcome, step {first} -> {last}: " + ", ".join(
             f"{name} {ends[first][name]} -> {ends[last][name]}" for name in OUTCOMES))

@@ -140,6 +140,10 @@ def test_scienceworld_find_reports_each_task_per_evaluation_from_a_runs_saved_ep
     assert summary["20"]["all"]["outcomes"] == {"solved": 2, "focused": 1, "failed": 0, "unfocused": 0}
     assert summary["0"]["all"]["episodes"] == 3 and "DRRN 0.19" in done.stdout
     assert "failed 1 -> 0" in done.stdout
+    # episode by episode: +0.92, 0 and +0.75
+    paired = json.loads(out.read_text())["paired"][str(tmp_path / "run")]
+    assert paired == {"steps": [0, 20], "episodes": 3, "gain": pytest.approx(0.5567, abs=1e-4),
+                      "standard_error": pytest.approx(0.2826, abs=1e-4), "up": 2, "down": 0, "turns": [1.3, 2.0]}
     empty = subprocess.run([sys.executable, str(BENCHMARKS / "scienceworld_find.py"), str(tmp_path)],
                            capture_output=True, text=True)
     assert empty.returncode == 2 and "no saved test evaluations" in empty.stderr
