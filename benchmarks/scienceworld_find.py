@@ -48,17 +48,23 @@ def outcome(episode: dict) -> str:
     return "unfocused"
 
 
-def run_summary(run_dir: Path) -> dict:
+def saved_evaluations(run_dir: Path) -> dict[int, list[dict]]:
+    """Step -> the episodes of the test evaluation the run saved at that step, in played order."""
+    return {int(_EVAL.search(path.name)[1]): [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            for path in sorted((run_dir / "episodes").glob("eval_step_*_test.jsonl"),
+                               key=lambda p: int(_EVAL.search(p.name)[1]))}
+
+
+def run_summary(evaluations: dict[int, list[dict]]) -> dict:
     """Per evaluation step: per task and over all, episodes, mean score / 100, success rate and the
     episodes per outcome."""
     steps = {}
-    for path in sorted((run_dir / "episodes").glob("eval_step_*_test.jsonl"), key=lambda p: int(_EVAL.search(p.name)[1])):
-        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for step, rows in evaluations.items():
         by_task: dict[str, list[dict]] = {}
         for row in rows:
             by_task.setdefault(row["task_id"].split("/")[0], []).append(row)
         by_task["all"] = rows
-        steps[int(_EVAL.search(path.name)[1])] = {
+        steps[step] = {
             task: {"episodes": len(eps),
                    "score": round(statistics.fmean(ep["metrics"]["score"] / 100 for ep in eps), 4),
                    "success": round(statistics.fmean(float(ep["success"]) for ep in eps), 4),
@@ -67,19 +73,15 @@ def run_summary(run_dir: Path) -> dict:
     return steps
 
 
-def paired_gain(run_dir: Path, first: int, last: int) -> dict:
-    """Evaluation ``last`` against ``first`` episode by episode (every evaluation plays the same
+def paired_gain(before: list[dict], after: list[dict]) -> dict:
+    """Evaluation ``after`` against ``before`` episode by episode (every evaluation plays the same
     episodes in the same order): the mean score gain with its standard error, the episodes whose
     score rose and fell, and the mean turns an episode took at each."""
-    def rows(step):
-        path = run_dir / "episodes" / f"eval_step_{step}_test.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    before, after = rows(first), rows(last)
     if [r["task_id"] for r in before] != [r["task_id"] for r in after]:
-        raise ValueError(f"{run_dir}: evaluations {first} and {last} did not play the same episodes")
+        raise ValueError("the two evaluations did not play the same episodes")
     gains = [(b["metrics"]["score"] - a["metrics"]["score"]) / 100 for a, b in zip(before, after)]
     se = statistics.stdev(gains) / len(gains) ** 0.5 if len(gains) > 1 else float("nan")
-    return {"steps": [first, last], "episodes": len(gains), "gain": round(statistics.fmean(gains), 4),
+    return {"episodes": len(gains), "gain": round(statistics.fmean(gains), 4),
             "standard_error": round(se, 4), "up": sum(g > 0 for g in gains), "down": sum(g < 0 for g in gains),
             "turns": [round(statistics.fmean(len(r["turns"]) for r in played), 1) for played in (before, after)]}
 
@@ -100,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"untrained  all  score {result['untrained']['score']:.3f}   success "
               f"{result['untrained']['success']:.3f}   ({played['num_episodes']} episodes)")
     for run in args.runs:
-        steps = run_summary(Path(run))
+        evaluations = saved_evaluations(Path(run))
+        steps = run_summary(evaluations)
         if not steps:
             parser.error(f"{run}: no saved test evaluations (episodes/eval_step_N_test.jsonl)")
         result["runs"][run] = steps
@@ -111,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"success {a['success']:.3f} -> {b.get('success', float('nan')):.3f}   "
                   f"({a['episodes']} episodes, step {first} -> {last})" + (f"   DRRN {DRRN[task]:.2f}" if task in DRRN else ""))
         if last != first:
-            pair = result["paired"][run] = paired_gain(Path(run), first, last)
+            pair = result["paired"][run] = {"steps": [first, last],
+                                             **paired_gain(evaluations[first], evaluations[last])}
             print(f"{run}  paired over {pair['episodes']} episodes, step {first} -> {last}: gain "
                   f"{pair['gain']:+.3f} +- {pair['standard_error']:.3f} (s.e.), up {pair['up']} / down {pair['down']}, "
                   f"turns {pair['turns'][0]} -> {pair['turns'][1]}")

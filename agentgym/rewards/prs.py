@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 Aggregate = Literal["mean", "last", "max"]
-AGGREGATES: tuple[Aggregate, ...] = ("mean", "last", "max")
+AGGREGATES: tuple[Aggregate, ...] = get_args(Aggregate)
 
 
 @dataclass(frozen=True)
