@@ -5,7 +5,9 @@ cold start's at step 0, then every ``--eval-every`` steps) and reports, per task
 the mean score (ScienceWorld's 0-100 over 100, a failed task counting 0, as its results give it),
 the success rate, and how the episodes ended (``OUTCOMES``); every evaluation plays the same
 episodes (seeds), so a run's rows are paired, and ``paired`` compares its last evaluation with its
-first episode by episode (the gain, its standard error, the episodes up and down).
+first episode by episode (the gain, its standard error, the episodes up and down). ``training``
+reads the RL batches' episodes (``episodes/step_N.jsonl``) by outcome: how long they ran, what they
+returned, their advantage, and how hard the update pushed on their focus actions (``focus_push``).
 
     python trainers/grpo.py --recipe scienceworld-find --seed 0 --output-dir runs/find-0
     agentgym eval --model tiny-small --env-id ScienceWorld-v0 --preset tiny-find-scored --split test \
@@ -35,6 +37,7 @@ says by the last turn (the engine's score rises at the focus); ``failed``, the e
 find tasks, a focus on the wrong thing ends the episode); ``unfocused``, no focus by the last turn."""
 
 _EVAL = re.compile(r"eval_step_(\d+)_test\.jsonl$")
+_BATCH = re.compile(r"step_(\d+)\.jsonl$")
 
 
 def outcome(episode: dict) -> str:
@@ -86,6 +89,38 @@ def paired_gain(before: list[dict], after: list[dict]) -> dict:
             "turns": [round(statistics.fmean(len(r["turns"]) for r in played), 1) for played in (before, after)]}
 
 
+def training_outcomes(run_dir: Path) -> dict:
+    """The RL batches' episodes (``episodes/step_N.jsonl``, those trained on) by outcome: episodes,
+    mean turns, return and advantage, and ``focus_push``, the sum over them of each focus turn's
+    advantage times its share of the loss under each aggregation, per batch episode: under
+    ``episode-mean`` its reply tokens over its own episode's, under ``token-mean`` over the mean
+    episode's (docs/trainers.md, "Loss aggregation"). A short failed episode's focus weighs more
+    under ``episode-mean`` than a long one's."""
+    episodes = [json.loads(line) for path in (run_dir / "episodes").glob("step_*.jsonl") if _BATCH.fullmatch(path.name)
+                for line in path.read_text().splitlines() if line.strip()]
+    episodes = [ep for ep in episodes if ep.get("trained", True)]
+    if not episodes:
+        return {}
+    mean_tokens = statistics.fmean(sum(t["tokens"] for t in ep["turns"]) for ep in episodes)
+    out = {}
+    for name in OUTCOMES:
+        eps = [ep for ep in episodes if outcome(ep) == name]
+        push = {"episode-mean": 0.0, "token-mean": 0.0}
+        for ep in eps:
+            tokens = sum(t["tokens"] for t in ep["turns"])
+            for turn in ep["turns"]:
+                if turn["reply"].strip().startswith("focus on"):
+                    credit = turn.get("advantage", ep["advantage"]) * turn["tokens"]
+                    push["episode-mean"] += credit / tokens / len(episodes)
+                    push["token-mean"] += credit / mean_tokens / len(episodes)
+        out[name] = {"episodes": len(eps),
+                     **({"turns": round(statistics.fmean(len(ep["turns"]) for ep in eps), 1),
+                         "return": round(statistics.fmean(ep["return"] for ep in eps), 4),
+                         "advantage": round(statistics.fmean(ep["advantage"] for ep in eps), 4)} if eps else {}),
+                     "focus_push": {k: round(v, 4) for k, v in push.items()}}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="output directories of scienceworld-find runs")
@@ -93,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="an `agentgym eval --output` file of the untrained model on the same episodes")
     parser.add_argument("--out", default=None, help="write the summary as JSON here")
     args = parser.parse_args(argv)
-    result = {"drrn_test_score": DRRN, "runs": {}, "paired": {}}
+    result = {"drrn_test_score": DRRN, "runs": {}, "paired": {}, "training": {}}
     if args.untrained:
         played = json.loads(Path(args.untrained).read_text())
         result["untrained"] = {"model": played.get("model"), "episodes": played["num_episodes"],
@@ -122,6 +157,12 @@ def main(argv: list[str] | None = None) -> int:
         ends = {step: steps[step]["all"]["outcomes"] for step in (first, last)}
         print(f"{run}  episodes by outcome, step {first} -> {last}: " + ", ".join(
             f"{name} {ends[first][name]} -> {ends[last][name]}" for name in OUTCOMES))
+        trained = result["training"][run] = training_outcomes(Path(run))
+        for name, row in trained.items():
+            if row["episodes"]:
+                print(f"{run}  training {name:9s} {row['episodes']:4d} episodes, {row['turns']:4.1f} turns, return "
+                      f"{row['return']:.3f}, advantage {row['advantage']:+.3f}, focus push {row['focus_push']['episode-mean']:+.3f} "
+                      f"(episode-mean) / {row['focus_push']['token-mean']:+.3f} (token-mean)")
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     return 0

@@ -124,7 +124,7 @@ def test_scienceworld_find_reports_each_task_per_evaluation_from_a_runs_saved_ep
             json.dumps({"step": step, "split": "test", "task_id": t, "success": ok,
                         "metrics": {"score": s, "engine_score": engine}, "turns": [{"reply": r} for r in replies]}) + "\n"
             for t, s, engine, ok, replies in played))
-    (episodes / "step_1.jsonl").write_text("")  # training episodes are not read
+    (episodes / "step_1.jsonl").write_text("")  # no training episodes: ``training`` is empty
     out, untrained = tmp_path / "summary.json", tmp_path / "untrained.json"
     # agentgym eval --output, cut to the keys the script reads
     untrained.write_text(json.dumps({"model": "/m", "num_episodes": 3, "success_rate": 0.0, "metrics": {"score": 8.5}}))
@@ -144,6 +144,37 @@ def test_scienceworld_find_reports_each_task_per_evaluation_from_a_runs_saved_ep
     paired = json.loads(out.read_text())["paired"][str(tmp_path / "run")]
     assert paired == {"steps": [0, 20], "episodes": 3, "gain": pytest.approx(0.5567, abs=1e-4),
                       "standard_error": pytest.approx(0.2826, abs=1e-4), "up": 2, "down": 0, "turns": [1.3, 2.0]}
+    assert json.loads(out.read_text())["training"][str(tmp_path / "run")] == {}
     empty = subprocess.run([sys.executable, str(BENCHMARKS / "scienceworld_find.py"), str(tmp_path)],
                            capture_output=True, text=True)
     assert empty.returncode == 2 and "no saved test evaluations" in empty.stderr
+
+
+def test_scienceworld_find_weighs_each_outcomes_focus_turns_as_each_aggregation_would(tmp_path):
+    """``training_outcomes`` reads the RL batches' episodes (rows of ``episodes/step_N.jsonl``, cut to
+    the keys it reads): under episode-mean a focus in a short episode weighs its share of that
+    episode's tokens, under token-mean its share of the mean episode's."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from scienceworld_find import training_outcomes
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    episodes = tmp_path / "episodes"
+    episodes.mkdir()
+
+    def played(replies, advantage, engine_score, ret, trained=True):
+        return json.dumps({"trained": trained, "success": False, "advantage": advantage, "return": ret,
+                           "metrics": {"engine_score": engine_score},
+                           "turns": [{"reply": r, "tokens": 2, "advantage": advantage} for r in replies]}) + "\n"
+
+    # a wrong focus ends its episode at turn 2 (4 tokens); a right one runs 4 turns (8 tokens)
+    (episodes / "step_1.jsonl").write_text(played(["go to hallway", "focus on chair"], -1.0, -100, 0.2)
+                                           + played(["focus on fern", "look", "look", "look"], 1.0, 50, 0.42)
+                                           + played(["focus on fern"], 5.0, 50, 0.4, trained=False))
+    (episodes / "eval_step_0_test.jsonl").write_text(played(["focus on rose"], 0.0, 50, 0.4))  # not a batch
+    out = training_outcomes(tmp_path)
+    assert out["failed"] == {"episodes": 1, "turns": 2.0, "return": 0.2, "advantage": -1.0,
+                             "focus_push": {"episode-mean": -0.25, "token-mean": pytest.approx(-0.1667, abs=1e-4)}}
+    assert out["focused"]["focus_push"] == {"episode-mean": 0.125, "token-mean": pytest.approx(0.1667, abs=1e-4)}
+    assert out["solved"] == {"episodes": 0, "focus_push": {"episode-mean": 0.0, "token-mean": 0.0}}
+    assert training_outcomes(tmp_path / "none") == {}
