@@ -15,8 +15,8 @@ with ``--recipe`` are applied over it, so ``--recipe alfworld-l0 --seed 1`` chan
   samples the number of one.
 - ``scienceworld-find``: ScienceWorld's three find tasks (``--preset tiny-find-scored``: scored
   actions, the task and the last two steps): a cold start of ``tiny-small`` on the gold paths of
-  256 train variations (a sampled softmax against 31 listed actions), then GRPO on the other train
-  variations for 20 steps of 4 groups x 4 episodes, evaluated on 48 test-variation episodes before
+  256 train variations (a sampled softmax against 31 listed actions), then GRPO (``token-mean``) on
+  the other train variations for 20 steps of 4 groups x 4 episodes, evaluated on 48 test-variation episodes before
   and after (docs/benchmarks.md, "ScienceWorld-v0: the find tasks with scored actions").
 
 >>> from agentgym.train.config.tree import TrainConfig
@@ -49,7 +49,9 @@ RECIPES["alfworld-l0-scored"] = {**RECIPES["alfworld-l0"], "preset": "tiny-rooms
                                  "output_dir": "runs/alfworld-l0-scored"}
 RECIPES["scienceworld-find"] = {
     "env_id": "ScienceWorld-v0", "model": "tiny-small", "preset": "tiny-find-scored", "split": "train",
-    "layout": "window", "learning_rate": 1e-4, "beta": 0.0, "aggregation": "episode-mean", "scored_samples": 4,
+    # token-mean: each turn weighs alike, where episode-mean weighs a short (failed) episode's focus
+    # more than a long one's, and the policy unlearned focusing (docs/trainers.md, "Loss aggregation")
+    "layout": "window", "learning_rate": 1e-4, "beta": 0.0, "aggregation": "token-mean", "scored_samples": 4,
     "num_groups": 4, "group_size": 4, "num_steps": 20, "save_every": 10, "cpu_threads": 1,
     "eval_split": "test", "eval_episodes": 48, "eval_every": 0, "output_dir": "runs/scienceworld-find",
     "cold_start": {"expert_split": "train", "num_episodes": 256, "num_steps": 150, "batch_size": 16,
