@@ -16,8 +16,9 @@ with ``--recipe`` are applied over it, so ``--recipe alfworld-l0 --seed 1`` chan
 - ``scienceworld-find``: ScienceWorld's three find tasks (``--preset tiny-find-scored``: scored
   actions, the task and the last two steps): a cold start of ``tiny-small`` on the gold paths of
   256 train variations (a sampled softmax against 31 listed actions), then GRPO (``token-mean``) on
-  the other train variations for 20 steps of 4 groups x 4 episodes, evaluated on 48 test-variation episodes before
-  and after (docs/benchmarks.md, "ScienceWorld-v0: the find tasks with scored actions").
+  the other train variations for 20 steps of 4 groups x 4 episodes, evaluated on 48 test-variation
+  episodes before and after (docs/benchmarks.md, "ScienceWorld-v0: the find tasks with scored
+  actions").
 
 >>> from agentgym.train.config.tree import TrainConfig
 >>> config = apply_recipe(TrainConfig, TrainConfig(), "alfworld-l0")
