@@ -40,13 +40,18 @@ _EVAL = re.compile(r"eval_step_(\d+)_test\.jsonl$")
 _BATCH = re.compile(r"step_(\d+)\.jsonl$")
 
 
+def is_focus(turn: dict) -> bool:
+    """Whether a saved turn's reply is a ``focus on ...`` action."""
+    return turn["reply"].strip().startswith("focus on")
+
+
 def outcome(episode: dict) -> str:
     """Which of ``OUTCOMES`` a saved episode (a row of ``eval_step_N_test.jsonl``) is."""
     if episode["success"]:
         return "solved"
     if episode["metrics"]["engine_score"] < 0:
         return "failed"
-    if any(turn["reply"].strip().startswith("focus on") for turn in episode["turns"]):
+    if any(is_focus(turn) for turn in episode["turns"]):
         return "focused"
     return "unfocused"
 
@@ -109,7 +114,7 @@ def training_outcomes(run_dir: Path) -> dict:
         for ep in eps:
             tokens = sum(t["tokens"] for t in ep["turns"])
             for turn in ep["turns"]:
-                if turn["reply"].strip().startswith("focus on"):
+                if is_focus(turn):
                     credit = turn.get("advantage", ep["advantage"]) * turn["tokens"]
                     push["episode-mean"] += credit / tokens / len(episodes)
                     push["token-mean"] += credit / mean_tokens / len(episodes)
